@@ -1,0 +1,100 @@
+// Command agentbridge lets people chat with command-line AI agents from Slack,
+// Discord, Telegram or a terminal. See README.md for usage.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitStatus(err, os.Stderr))
+}
+
+// usage is printed for -h and for an unknown subcommand.
+const usage = `agentbridge — chat with command-line AI agents from Slack, Discord, Telegram or a terminal
+
+usage:
+  agentbridge chat [--profile PATH] [--store PATH]   chat in this terminal (default: built-in demo agent)
+  agentbridge run --profile PATH [flags] MESSAGE|-   run one turn of an agent profile
+  agentbridge serve --config FILE                    run the configured chat adapters
+  agentbridge validate CONFIG                        check a config file and exit
+  agentbridge version                                print the version
+
+Run 'agentbridge COMMAND -h' for a command's flags.
+`
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// run is the whole program, with its environment passed in so tests can call
+// it directly.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitCode(2)
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return cmdRun(ctx, rest, stdin, stdout, stderr)
+	case "chat":
+		return cmdChat(ctx, rest, stdin, stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, rest, stdin, stdout, stderr)
+	case "validate":
+		return cmdValidate(ctx, rest, stdin, stdout, stderr)
+	case demoAgentCommand:
+		return cmdDemoAgent(ctx, rest, stdin, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "agentbridge", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "agentbridge: unknown command %q\n\n%s", cmd, usage)
+	return exitCode(2)
+}
+
+// exitCode is an error that only carries the process exit status; whatever
+// needed saying was already printed.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// usageError is a command-line mistake: printed, then exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...)}
+}
+
+// exitStatus maps run's error to a process exit status, printing it if it
+// has something to say.
+func exitStatus(err error, stderr io.Writer) int {
+	var code exitCode
+	var uerr usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	case errors.As(err, &uerr):
+		fmt.Fprintln(stderr, "agentbridge:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "agentbridge:", err)
+		return 1
+	}
+}

@@ -1,0 +1,50 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors adapters return (wrapped) so core can react without knowing the
+// platform. Adapters translate SDK errors into these at the edge.
+var (
+	// ErrMessageTooLong: the platform refused the text as too long.
+	ErrMessageTooLong = errors.New("message too long")
+	// ErrNotFound: the conversation or message no longer exists (deleted
+	// message, archived channel, bot removed).
+	ErrNotFound = errors.New("not found")
+	// ErrFormatting: the platform rejected the markup; resending as plain
+	// text may work.
+	ErrFormatting = errors.New("formatting rejected")
+	// ErrNotModified: an edit with identical content; callers treat it as
+	// success.
+	ErrNotModified = errors.New("message not modified")
+)
+
+// RateLimitError says the platform (or the adapter's own budget) refused a
+// call for now. Callers wait RetryAfter before trying again.
+type RateLimitError struct {
+	RetryAfter time.Duration
+	Err        error // the platform's error, if any
+}
+
+func (e *RateLimitError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("rate limited, retry after %s: %v", e.RetryAfter, e.Err)
+	}
+	return fmt.Sprintf("rate limited, retry after %s", e.RetryAfter)
+}
+
+// Unwrap returns the underlying platform error.
+func (e *RateLimitError) Unwrap() error { return e.Err }
+
+// RetryAfter reports how long err asks the caller to wait, and whether err is
+// a rate limit at all.
+func RetryAfter(err error) (time.Duration, bool) {
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return rl.RetryAfter, true
+	}
+	return 0, false
+}

@@ -1,0 +1,75 @@
+package core
+
+import "time"
+
+// User is the author of a message or of a button press.
+type User struct {
+	ID   string // platform user id, stable; what access lists name
+	Name string // display name, for prompts; may be empty
+}
+
+// Attachment is a file that came with a message. Source is an adapter-opaque
+// handle that only the adapter's Downloader understands; it may embed
+// credentials and never reaches an agent.
+type Attachment struct {
+	Kind   string // "image" or "file"
+	Name   string // file name as shown on the platform
+	MIME   string // media type, if the platform said
+	Size   int64  // bytes, if the platform said; 0 when unknown
+	Source string // adapter-private download handle
+}
+
+// Message is one incoming chat message, normalized by an adapter.
+type Message struct {
+	Conv        ConversationKey
+	ID          string // platform message id, unique per platform; used for dedup
+	From        User
+	Text        string // plain text with the bot mention already removed
+	Attachments []Attachment
+	Time        time.Time // when the platform says it was sent; zero if unknown
+}
+
+// Action is a press of a button that core put on a Post.
+type Action struct {
+	Conv  ConversationKey
+	From  User
+	Value string     // the opaque Button.Value core generated
+	Ref   MessageRef // the message the button is on
+	// Reply, when set, answers the press privately to the presser (an
+	// ephemeral notice or a callback answer). Adapters that acknowledge
+	// presses with a text set it; core calls it at most once.
+	Reply func(text string) `json:"-"`
+}
+
+// ButtonStyle hints how a button is drawn.
+type ButtonStyle int
+
+// Button styles. Platforms without styles draw all buttons alike.
+const (
+	StyleDefault ButtonStyle = iota
+	StylePrimary
+	StyleDanger
+)
+
+// Button is an interactive button on a Post. Value is an opaque token core
+// generates and recognizes; adapters carry it back unchanged in Action.Value.
+type Button struct {
+	Label string
+	Value string
+	Style ButtonStyle
+}
+
+// Post is the content of a message the bridge sends or edits.
+type Post struct {
+	// Text is already rendered for the platform's dialect (see Limits.Dialect)
+	// unless Plain is set, in which case it is literal text to show as-is.
+	Text    string
+	Plain   bool
+	Buttons []Button
+}
+
+// MessageRef names a message the bridge sent, for later edits.
+type MessageRef struct {
+	Conv ConversationKey
+	ID   string
+}

@@ -1,0 +1,72 @@
+package core
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core/render"
+)
+
+// Limits describes what a platform tolerates. Core reads it instead of
+// switching on platform names. Limits must not do I/O.
+type Limits struct {
+	// MaxText is the longest Post.Text the platform accepts, counted in
+	// UTF-16 code units of the text as sent (the strictest count any of the
+	// platforms uses).
+	MaxText int
+	// EditInterval is the minimum gap between two edits of one message.
+	EditInterval time.Duration
+	// MaxButtonValue is the longest Button.Value in bytes (Telegram: 64).
+	MaxButtonValue int
+	// Dialect is the markup Post.Text is rendered into.
+	Dialect render.Dialect
+	// EditWindow, when non-zero, is how long after sending a message can
+	// still be edited (Discord: one hour); longer streams continue in a new
+	// message.
+	EditWindow time.Duration
+}
+
+// Handler receives normalized events from a Platform. Methods may be called
+// concurrently and return quickly: core queues work per conversation and
+// never blocks an adapter's reader on a turn.
+type Handler interface {
+	HandleMessage(ctx context.Context, m Message)
+	HandleAction(ctx context.Context, a Action)
+}
+
+// Platform is implemented by each chat adapter.
+type Platform interface {
+	// Name returns the adapter's name, used as ConversationKey.Platform.
+	Name() string
+	// Limits reports static limits.
+	Limits() Limits
+	// Run connects, delivers events to h and reconnects as needed until ctx
+	// is done. It returns nil after ctx is done, and an error only when it
+	// cannot go on (bad credentials, a fatal close).
+	Run(ctx context.Context, h Handler) error
+	// Send posts p to the conversation and returns a reference for edits.
+	Send(ctx context.Context, to ConversationKey, p Post) (MessageRef, error)
+	// Edit replaces the content of a message created by Send. An edit to the
+	// same content may return ErrNotModified.
+	Edit(ctx context.Context, ref MessageRef, p Post) error
+}
+
+// Typer is an optional Platform capability: a "typing…" indicator. Core
+// calls Typing again before the platform's indicator lapses while a turn runs.
+type Typer interface {
+	Typing(ctx context.Context, conv ConversationKey) error
+}
+
+// Downloader is an optional Platform capability: fetch an attachment's bytes
+// into w, refusing more than max bytes. It uses the adapter's credentials; the
+// agent only ever sees the downloaded local file.
+type Downloader interface {
+	Download(ctx context.Context, a Attachment, w io.Writer, max int64) error
+}
+
+// Notifier is an optional Platform capability: a notice only user can see,
+// in conv (Slack ephemeral message, Discord ephemeral follow-up).
+type Notifier interface {
+	Notify(ctx context.Context, conv ConversationKey, user User, text string) error
+}
