@@ -21,7 +21,11 @@ type JournalEntry struct {
 	Conv      ConversationKey
 	MessageID string     // the user's message
 	Reply     MessageRef // the bridge's reply message, once posted
-	StartedAt time.Time
+	// Placeholder is true while Reply shows only the "thinking…" placeholder,
+	// so recovery can replace it without losing streamed text.
+	Placeholder bool
+	Queued      bool      // accepted but not started yet
+	StartedAt   time.Time // when accepted
 }
 
 // Store persists what must outlive the process. Implementations are safe for

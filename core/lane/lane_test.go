@@ -1,0 +1,139 @@
+package lane
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// gate is a job that records its start and blocks until released.
+type gate struct {
+	started chan struct{}
+	release chan struct{}
+	cause   error
+}
+
+func newGate() *gate { return &gate{started: make(chan struct{}), release: make(chan struct{})} }
+
+func (g *gate) job(id string, log *[]string, mu *sync.Mutex) Job {
+	return Job{ID: id, Run: func(ctx context.Context) {
+		mu.Lock()
+		*log = append(*log, id)
+		mu.Unlock()
+		close(g.started)
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			g.cause = context.Cause(ctx)
+		}
+	}}
+}
+
+func TestOrderAndQueuePositions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New[string](t.Context(), 2)
+		var mu sync.Mutex
+		var ran []string
+		g1, g2, g3 := newGate(), newGate(), newGate()
+		mustPos := func(want int, job Job) {
+			t.Helper()
+			pos, err := l.Enqueue("c", job)
+			if err != nil || pos != want {
+				t.Fatalf("Enqueue(%s) = %d, %v; want %d, nil", job.ID, pos, err, want)
+			}
+		}
+		mustPos(0, g1.job("1", &ran, &mu))
+		<-g1.started
+		mustPos(1, g2.job("2", &ran, &mu))
+		mustPos(2, g3.job("3", &ran, &mu))
+		if _, err := l.Enqueue("c", Job{ID: "4", Run: func(context.Context) {}}); !errors.Is(err, ErrFull) {
+			t.Fatalf("Enqueue beyond depth = %v, want ErrFull", err)
+		}
+		// Another conversation is not blocked by this one.
+		other := newGate()
+		mustOther, err := l.Enqueue("d", other.job("d1", &ran, &mu))
+		if err != nil || mustOther != 0 {
+			t.Fatalf("other lane: %d, %v", mustOther, err)
+		}
+		<-other.started
+		close(other.release)
+
+		r, ok, queued := l.Status("c")
+		if !ok || r.ID != "1" || queued != 2 {
+			t.Fatalf("Status = %+v %v %d, want running 1 with 2 queued", r, ok, queued)
+		}
+		close(g1.release)
+		<-g2.started
+		close(g2.release)
+		<-g3.started
+		close(g3.release)
+		if err := l.Idle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if l.Active() != 0 {
+			t.Fatalf("Active = %d after idle, want 0 (idle lanes cost nothing)", l.Active())
+		}
+		l.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if diff := cmp.Diff([]string{"1", "d1", "2", "3"}, ran); diff != "" {
+			t.Errorf("run order (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestStopCancelsWithCauseAndDropsQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New[string](t.Context(), 5)
+		var mu sync.Mutex
+		var ran []string
+		g := newGate()
+		l.Enqueue("c", g.job("1", &ran, &mu))
+		<-g.started
+		l.Enqueue("c", Job{ID: "2", Run: func(context.Context) { t.Error("dropped job ran") }})
+		errStop := errors.New("stopped by user")
+		stopped, dropped := l.Stop("c", errStop, true)
+		if !stopped || len(dropped) != 1 || dropped[0].ID != "2" {
+			t.Fatalf("Stop = %v, %v; want true and job 2 dropped", stopped, dropped)
+		}
+		l.Wait()
+		if !errors.Is(g.cause, errStop) {
+			t.Errorf("job saw cause %v, want %v", g.cause, errStop)
+		}
+		if stopped, _ := l.Stop("c", errStop, true); stopped {
+			t.Error("Stop on an idle lane reported a running job")
+		}
+	})
+}
+
+func TestCloseAndCancelAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New[int](t.Context(), 1)
+		var mu sync.Mutex
+		var ran []string
+		g := newGate()
+		l.Enqueue(1, g.job("1", &ran, &mu))
+		<-g.started
+		l.Enqueue(1, Job{ID: "q"})
+		l.Close()
+		if _, err := l.Enqueue(2, Job{}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Enqueue after Close = %v, want ErrClosed", err)
+		}
+		cause := errors.New("shutdown")
+		dropped := l.CancelAll(cause)
+		if len(dropped) != 1 || dropped[0].ID != "q" {
+			t.Fatalf("CancelAll dropped %v, want [q]", dropped)
+		}
+		l.Wait()
+		if !errors.Is(g.cause, cause) {
+			t.Errorf("cause = %v, want %v", g.cause, cause)
+		}
+	})
+}
