@@ -1,0 +1,310 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core"
+	bolt "go.etcd.io/bbolt"
+)
+
+// ActiveSession returns the active session name of conv, "" when none was
+// chosen yet.
+func (s *Store) ActiveSession(ctx context.Context, conv core.ConversationKey) (string, error) {
+	var name string
+	err := s.view(ctx, "active session", func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketActive).Get(convKey(conv))
+		if v == nil {
+			return nil
+		}
+		var rec activeRec
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		name = rec.Name
+		return nil
+	})
+	return name, err
+}
+
+// SetActiveSession makes name the active session of conv; "" forgets the
+// choice.
+func (s *Store) SetActiveSession(ctx context.Context, conv core.ConversationKey, name string) error {
+	return s.update(ctx, "set active session", func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketActive)
+		if name == "" {
+			return b.Delete(convKey(conv))
+		}
+		v, err := encode(activeRec{head: head{recordVersion}, Name: name})
+		if err != nil {
+			return err
+		}
+		return b.Put(convKey(conv), v)
+	})
+}
+
+// Session returns conv's session called name; ok is false if there is none.
+func (s *Store) Session(ctx context.Context, conv core.ConversationKey, name string) (sess core.Session, ok bool, err error) {
+	err = s.view(ctx, "session", func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketSessions).Get(sessionKey(conv, name))
+		if v == nil {
+			return nil
+		}
+		var rec sessionRec
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		sess, ok = rec.session(), true
+		return nil
+	})
+	return sess, ok, err
+}
+
+// PutSession creates or replaces conv's session sess.Name.
+func (s *Store) PutSession(ctx context.Context, conv core.ConversationKey, sess core.Session) error {
+	return s.update(ctx, "put session", func(tx *bolt.Tx) error {
+		return putSession(tx, conv, sess)
+	})
+}
+
+func putSession(tx *bolt.Tx, conv core.ConversationKey, sess core.Session) error {
+	v, err := encode(toSessionRec(sess))
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketSessions).Put(sessionKey(conv, sess.Name), v)
+}
+
+// Sessions lists conv's sessions ordered by name (byte order), nil when
+// there are none.
+func (s *Store) Sessions(ctx context.Context, conv core.ConversationKey) ([]core.Session, error) {
+	var out []core.Session
+	err := s.view(ctx, "sessions", func(tx *bolt.Tx) error {
+		prefix := convKey(conv)
+		c := tx.Bucket(bucketSessions).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var rec sessionRec
+			if err := decode(v, &rec); err != nil {
+				return fmt.Errorf("session %q: %w", k[len(prefix):], err)
+			}
+			out = append(out, rec.session())
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ResetSession forgets the agent session id of conv's session name (its
+// name, profile and turn count stay) and every tool grant made in it. A
+// session that does not exist only loses its grants.
+func (s *Store) ResetSession(ctx context.Context, conv core.ConversationKey, name string) error {
+	return s.update(ctx, "reset session", func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketSessions).Get(sessionKey(conv, name)); v != nil {
+			var rec sessionRec
+			if err := decode(v, &rec); err != nil {
+				return err
+			}
+			sess := rec.session()
+			sess.AgentID = ""
+			if err := putSession(tx, conv, sess); err != nil {
+				return err
+			}
+		}
+		return deletePrefix(tx.Bucket(bucketGrants), grantPrefix(conv, name))
+	})
+}
+
+// deletePrefix deletes every key of b that starts with prefix. Keys are
+// collected first: deleting under a bbolt cursor can skip the next key.
+func deletePrefix(b *bolt.Bucket, prefix []byte) error {
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MarkSeen records messageID of platform and reports whether it was already
+// recorded less than ttl ago. An older record counts as unseen and is
+// replaced. The check and the write share one write transaction, so of
+// concurrent calls with one id exactly one reports false. Every pruneEvery
+// calls it also drops ids whose ttl (as given when they were recorded) has
+// passed.
+func (s *Store) MarkSeen(ctx context.Context, platform, messageID string, ttl time.Duration) (seen bool, err error) {
+	err = s.update(ctx, "mark seen", func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSeen)
+		key := seenKey(platform, messageID)
+		now := s.now().UnixNano()
+		if v := b.Get(key); v != nil {
+			var rec seenRec
+			if err := decode(v, &rec); err != nil {
+				// A dedup cache heals itself: overwrite the bad record.
+				s.log.Warn("store: replacing damaged seen record", "platform", platform, "id", messageID, "err", err)
+			} else if now-rec.At < int64(ttl) {
+				seen = true
+				return nil
+			}
+		}
+		exp := now + int64(ttl)
+		if ttl > 0 && exp < now {
+			exp = math.MaxInt64 // overflow: keep forever
+		}
+		v, err := encode(seenRec{head: head{recordVersion}, At: now, Exp: exp})
+		if err != nil {
+			return err
+		}
+		if err := b.Put(key, v); err != nil {
+			return err
+		}
+		if s.marks.Add(1)%s.pruneEvery == 0 {
+			_, err = s.prune(tx)
+		}
+		return err
+	})
+	return seen, err
+}
+
+// prune deletes the seen ids whose expiry has passed and returns how many.
+func (s *Store) prune(tx *bolt.Tx) (int, error) {
+	now := s.now().UnixNano()
+	b := tx.Bucket(bucketSeen)
+	var expired [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var rec seenRec
+		if decode(v, &rec) != nil || rec.Exp <= now {
+			expired = append(expired, bytes.Clone(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range expired {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(expired), nil
+}
+
+// Grant remembers that tool may run without asking in conv's session.
+func (s *Store) Grant(ctx context.Context, conv core.ConversationKey, session, tool string) error {
+	return s.update(ctx, "grant", func(tx *bolt.Tx) error {
+		v, err := encode(grantRec{head: head{recordVersion}, At: s.now()})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketGrants).Put(grantKey(conv, session, tool), v)
+	})
+}
+
+// Granted reports whether Grant was called for conv's session and tool
+// since the session was last reset.
+func (s *Store) Granted(ctx context.Context, conv core.ConversationKey, session, tool string) (bool, error) {
+	var ok bool
+	err := s.view(ctx, "granted", func(tx *bolt.Tx) error {
+		ok = tx.Bucket(bucketGrants).Get(grantKey(conv, session, tool)) != nil
+		return nil
+	})
+	return ok, err
+}
+
+// JournalPut records a turn in flight, replacing the entry with the same
+// TurnID (even if its StartedAt changed).
+func (s *Store) JournalPut(ctx context.Context, e core.JournalEntry) error {
+	return s.update(ctx, "journal put", func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketJournal)
+		key := journalKey(e.StartedAt, e.TurnID)
+		if err := deleteTurn(b, e.TurnID, key); err != nil {
+			return err
+		}
+		v, err := encode(toJournalRec(e))
+		if err != nil {
+			return err
+		}
+		return b.Put(key, v)
+	})
+}
+
+// JournalDelete removes a finished turn; an unknown turn is not an error.
+func (s *Store) JournalDelete(ctx context.Context, turnID string) error {
+	return s.update(ctx, "journal delete", func(tx *bolt.Tx) error {
+		return deleteTurn(tx.Bucket(bucketJournal), turnID, nil)
+	})
+}
+
+// deleteTurn deletes the journal entries of turnID except the one under
+// keep. The journal holds only turns in flight, so a scan is cheap and
+// spares an index that would have to be kept in step.
+func deleteTurn(b *bolt.Bucket, turnID string, keep []byte) error {
+	var keys [][]byte
+	err := b.ForEach(func(k, _ []byte) error {
+		if len(k) >= 12 && string(k[12:]) == turnID && !bytes.Equal(k, keep) {
+			keys = append(keys, bytes.Clone(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Journal lists the turns in flight, oldest first (ties by turn id).
+func (s *Store) Journal(ctx context.Context) ([]core.JournalEntry, error) {
+	var out []core.JournalEntry
+	err := s.view(ctx, "journal", func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketJournal).ForEach(func(k, v []byte) error {
+			var rec journalRec
+			if err := decode(v, &rec); err != nil {
+				return fmt.Errorf("journal entry %q: %w", k, err)
+			}
+			out = append(out, rec.entry())
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Cursor returns the adapter position saved under name, "" when none.
+func (s *Store) Cursor(ctx context.Context, name string) (string, error) {
+	var value string
+	err := s.view(ctx, "cursor", func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketCursors).Get([]byte(name))
+		if v == nil {
+			return nil
+		}
+		var rec cursorRec
+		if err := decode(v, &rec); err != nil {
+			return err
+		}
+		value = rec.Value
+		return nil
+	})
+	return value, err
+}
+
+// SetCursor saves an adapter position under name, which must not be empty.
+func (s *Store) SetCursor(ctx context.Context, name, value string) error {
+	return s.update(ctx, "set cursor", func(tx *bolt.Tx) error {
+		v, err := encode(cursorRec{head: head{recordVersion}, Value: value})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketCursors).Put([]byte(name), v)
+	})
+}
