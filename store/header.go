@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"slices"
 )
 
 // bbolt's on-disk constants (go.etcd.io/bbolt/internal/common), repeated
@@ -155,29 +156,89 @@ func checkHeaderOf(f io.ReaderAt, size int64) error {
 	case m.freelist != noFreelist && (m.freelist < 2 || m.freelist >= m.pgid):
 		return fmt.Errorf("%w: freelist page %d outside [2, %d)", ErrCorrupt, m.freelist, m.pgid)
 	}
-	if err := checkPageFlags(f, ps, m.root, branchPageFlag, leafPageFlag); err != nil {
+	if _, err := checkPage(f, ps, m.pgid, m.root, branchPageFlag, leafPageFlag); err != nil {
 		return fmt.Errorf("root page: %w", err)
 	}
 	if m.freelist != noFreelist {
-		if err := checkPageFlags(f, ps, m.freelist, freelistFlag); err != nil {
+		if err := checkFreelist(f, ps, m.pgid, m.root, m.freelist); err != nil {
 			return fmt.Errorf("freelist page: %w", err)
 		}
 	}
 	return nil
 }
 
-// checkPageFlags reports ErrCorrupt unless page id's header carries one of
-// the wanted type flags. bbolt panics on the wrong type.
-func checkPageFlags(f io.ReaderAt, pageSize int64, id uint64, want ...uint16) error {
-	var h [pageHeaderSize]byte
-	if _, err := f.ReadAt(h[:], int64(id)*pageSize); err != nil {
-		return fmt.Errorf("%w: page %d: %v", ErrCorrupt, id, err)
+// pageHeader is the header every bbolt page starts with.
+type pageHeader struct {
+	id       uint64
+	flags    uint16
+	count    uint16
+	overflow uint32
+}
+
+// checkPage reads page id's header and reports ErrCorrupt unless it names
+// itself id, carries one of the wanted type flags and ends below the
+// high-water mark pgid. bbolt panics on the first two.
+func checkPage(f io.ReaderAt, pageSize int64, pgid, id uint64, want ...uint16) (pageHeader, error) {
+	var b [pageHeaderSize]byte
+	if _, err := f.ReadAt(b[:], int64(id)*pageSize); err != nil {
+		return pageHeader{}, fmt.Errorf("%w: page %d: %v", ErrCorrupt, id, err)
 	}
-	flags := binary.NativeEndian.Uint16(h[8:])
+	ne := binary.NativeEndian
+	h := pageHeader{id: ne.Uint64(b[0:]), flags: ne.Uint16(b[8:]), count: ne.Uint16(b[10:]), overflow: ne.Uint32(b[12:])}
+	if h.id != id {
+		return h, fmt.Errorf("%w: page %d calls itself %d", ErrCorrupt, id, h.id)
+	}
+	if id+uint64(h.overflow) >= pgid {
+		return h, fmt.Errorf("%w: page %d overflows past the high-water mark %d", ErrCorrupt, id, pgid)
+	}
 	for _, w := range want {
-		if flags == w {
-			return nil
+		if h.flags == w {
+			return h, nil
 		}
 	}
-	return fmt.Errorf("%w: page %d has type %#x", ErrCorrupt, id, flags)
+	return h, fmt.Errorf("%w: page %d has type %#x", ErrCorrupt, id, h.flags)
+}
+
+// checkFreelist checks the freelist page id: bbolt loads it inside Open and
+// trusts its element count so far that a garbage count is a fatal runtime
+// error (not a panic) under the race detector's pointer checks, and free
+// page ids beyond the file would hand out pages that do not exist.
+func checkFreelist(f io.ReaderAt, pageSize int64, pgid, root, id uint64) error {
+	h, err := checkPage(f, pageSize, pgid, id, freelistFlag)
+	if err != nil {
+		return err
+	}
+	span := (int64(h.overflow) + 1) * pageSize
+	data := make([]byte, span-pageHeaderSize)
+	if _, err := f.ReadAt(data, int64(id)*pageSize+pageHeaderSize); err != nil {
+		return fmt.Errorf("%w: freelist page %d: %v", ErrCorrupt, id, err)
+	}
+	ne := binary.NativeEndian
+	// A count of 0xFFFF means the real count is the first element.
+	n, first := uint64(h.count), 0
+	if h.count == 0xFFFF {
+		n, first = ne.Uint64(data), 1
+	}
+	if n > uint64(len(data)/8-first) {
+		return fmt.Errorf("%w: freelist of %d ids does not fit its %d bytes", ErrCorrupt, n, span)
+	}
+	// bbolt would hand a free page out to later writes: one that is out of
+	// range, listed twice, or in use as the root or the freelist itself
+	// means damage that would spread.
+	ids := make([]uint64, n)
+	for i := range ids {
+		ids[i] = ne.Uint64(data[(first+i)*8:])
+	}
+	slices.Sort(ids)
+	for i, free := range ids {
+		switch {
+		case free < 2 || free >= pgid:
+			return fmt.Errorf("%w: free page %d outside [2, %d)", ErrCorrupt, free, pgid)
+		case i > 0 && ids[i-1] == free:
+			return fmt.Errorf("%w: page %d listed free twice", ErrCorrupt, free)
+		case free == root || (free >= id && free <= id+uint64(h.overflow)):
+			return fmt.Errorf("%w: page %d is in use and listed free", ErrCorrupt, free)
+		}
+	}
+	return nil
 }

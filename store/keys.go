@@ -75,11 +75,21 @@ func splitKey(b []byte, n int) ([]string, error) {
 	out := make([]string, 0, n+1)
 	for range n {
 		l, w := binary.Uvarint(b)
-		if w <= 0 || l > uint64(len(b)-w) {
+		// Reject overlong varints too: the encoding is then one-to-one.
+		if w <= 0 || w != uvarintLen(l) || l > uint64(len(b)-w) {
 			return nil, errBadKey
 		}
 		out = append(out, string(b[w:w+int(l)]))
 		b = b[w+int(l):]
 	}
 	return append(out, string(b)), nil
+}
+
+// uvarintLen is the length of the shortest uvarint encoding of x.
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
 }
