@@ -1,0 +1,656 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentbridge/agentbridge/core"
+)
+
+// decoder walks the YAML node tree of one file into a Config. It collects
+// every problem instead of stopping at the first, so one run of
+// "agentbridge validate" shows them all.
+type decoder struct {
+	file   string
+	lookup func(string) (string, bool)
+	errs   []*FieldError
+	warns  []*FieldError
+	lines  map[string]int       // YAML path → line of its key, for problems found after the walk
+	vars   map[string]expansion // secret and URL paths whose value referenced variables
+	needed map[string]bool      // paths a check already required
+	failed map[string]bool      // paths already reported, not to be reported again as missing
+}
+
+// expansion records the variables one secret or URL field referenced, so
+// validation can tell "not set" apart from "not written".
+type expansion struct {
+	line  int
+	unset []string // referenced but not set
+	empty []string // set to ""
+	whole bool     // the value was exactly one ${VAR}: unset means "not configured"
+}
+
+func parse(data []byte, path string, lookup func(string) (string, bool)) (*Config, error) {
+	root, ferr := parseYAML(data)
+	if ferr != nil {
+		// A syntax error leaves no tree to check further.
+		ferr.File = path
+		return nil, ferr
+	}
+	c := defaults()
+	dir, err := filepath.Abs(".")
+	if path != "" {
+		c.Path, err = filepath.Abs(path)
+		dir = filepath.Dir(c.Path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resolve config directory: %w", err)
+	}
+	d := &decoder{
+		file:   path,
+		lookup: lookup,
+		lines:  map[string]int{"": root.Line},
+		vars:   map[string]expansion{},
+		needed: map[string]bool{},
+		failed: map[string]bool{},
+	}
+	d.root(root, &c)
+	d.validate(&c, dir)
+	if len(d.errs) > 0 {
+		slices.SortStableFunc(d.errs, byLine)
+		errs := make([]error, len(d.errs))
+		for i, e := range d.errs {
+			errs[i] = e
+		}
+		return nil, errors.Join(errs...)
+	}
+	slices.SortStableFunc(d.warns, byLine)
+	c.warnings = d.warns
+	return &c, nil
+}
+
+func byLine(a, b *FieldError) int { return a.Line - b.Line }
+
+// parseYAML returns the root node of the single document in data; an empty
+// document is an empty mapping.
+func parseYAML(data []byte) (*yaml.Node, *FieldError) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1, Column: 1}, nil
+		}
+		return nil, syntaxError(err)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, syntaxError(err)
+	default:
+		return nil, &FieldError{Line: max(extra.Line, 1), Problem: "a second YAML document; a config file holds one"}
+	}
+	root := &doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		root = doc.Content[0]
+	}
+	if isNull(root) {
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: max(root.Line, 1), Column: 1}, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, &FieldError{Line: max(root.Line, 1), Problem: "expected a mapping of settings, got " + describe(root)}
+	}
+	return root, nil
+}
+
+// syntaxError turns a YAML parser error into a FieldError at its line.
+func syntaxError(err error) *FieldError {
+	// The parser reports "yaml: line N: problem"; keep N as the line.
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		num, problem, ok := strings.Cut(rest, ": ")
+		if line, err := strconv.Atoi(num); ok && err == nil {
+			return &FieldError{Line: max(line, 1), Problem: "invalid YAML: " + problem}
+		}
+	}
+	return &FieldError{Line: 1, Problem: "invalid YAML: " + msg}
+}
+
+func (d *decoder) fail(line int, path, format string, args ...any) {
+	d.failed[path] = true
+	d.errs = append(d.errs, &FieldError{File: d.file, Line: line, Path: path, Problem: fmt.Sprintf(format, args...)})
+}
+
+func (d *decoder) warn(line int, path, format string, args ...any) {
+	d.warns = append(d.warns, &FieldError{File: d.file, Line: line, Path: path, Problem: fmt.Sprintf(format, args...)})
+}
+
+// line returns the line of path's key, or of its nearest written ancestor,
+// so a missing field is reported where its parent is.
+func (d *decoder) line(path string) int {
+	for {
+		if l, ok := d.lines[path]; ok {
+			return l
+		}
+		if path == "" {
+			return 1
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			path = ""
+		} else {
+			path = path[:i]
+		}
+	}
+}
+
+// field decodes the value of one known mapping key.
+type field struct {
+	name string
+	set  func(n *yaml.Node, path string)
+}
+
+func (d *decoder) root(n *yaml.Node, c *Config) {
+	d.mapping(n, "", []field{
+		{"store", d.str(&c.Store)},
+		{"profiles", func(n *yaml.Node, p string) { d.profiles(n, p, c) }},
+		{"default_profile", d.str(&c.DefaultProfile)},
+		{"routes", func(n *yaml.Node, p string) { d.routes(n, p, c) }},
+		{"queue_depth", intField(d, &c.QueueDepth, 1, 100)},
+		{"dedup_ttl", d.duration(&c.DedupTTL, true)},
+		{"shutdown_grace", d.duration(&c.ShutdownGrace, false)},
+		{"presenter", d.sub([]field{
+			{"placeholder_delay", d.duration(&c.Presenter.PlaceholderDelay, false)},
+			{"thinking", d.enum(&c.Presenter.Thinking, ThinkingShow, ThinkingHide)},
+			{"usage_footer", d.boolean(&c.Presenter.UsageFooter)},
+			{"min_edit_interval", d.duration(&c.Presenter.MinEditInterval, false)},
+		})},
+		{"log", d.sub([]field{
+			{"level", d.enum(&c.Log.Level, "debug", "info", "warn", "error")},
+			{"format", d.enum(&c.Log.Format, FormatText, FormatJSON)},
+		})},
+		{"metrics", d.sub([]field{
+			{"listen", d.str(&c.Metrics.Listen)},
+		})},
+		{"slack", d.sub(append(d.platformFields(&c.Slack.Platform),
+			field{"bot_token", d.secret(&c.Slack.BotToken)},
+			field{"app_token", d.secret(&c.Slack.AppToken)},
+			field{"signing_secret", d.secret(&c.Slack.SigningSecret)},
+			field{"mode", d.enum(&c.Slack.Mode, SlackSocket, SlackEvents)},
+			field{"events_listen", d.str(&c.Slack.EventsListen)},
+			field{"allow_bots", d.boolean(&c.Slack.AllowBots)},
+		))},
+		{"discord", d.sub(append(d.platformFields(&c.Discord.Platform),
+			field{"token", d.secret(&c.Discord.Token)},
+			field{"message_content", d.boolean(&c.Discord.MessageContent)},
+			field{"thread_per_mention", d.boolean(&c.Discord.ThreadPerMention)},
+			field{"slash_commands_guilds", d.list(&c.Discord.SlashCommandsGuilds)},
+		))},
+		{"telegram", d.sub(append(d.platformFields(&c.Telegram.Platform),
+			field{"token", d.secret(&c.Telegram.Token)},
+			field{"mode", d.enum(&c.Telegram.Mode, TelegramPolling, TelegramWebhook)},
+			field{"webhook_listen", d.str(&c.Telegram.WebhookListen)},
+			field{"webhook_url", d.url(&c.Telegram.WebhookURL)},
+			field{"webhook_secret", d.secret(&c.Telegram.WebhookSecret)},
+			field{"group_trigger", d.enum(&c.Telegram.GroupTrigger, TriggerMention, TriggerAll)},
+			field{"drafts", d.boolean(&c.Telegram.Drafts)},
+		))},
+	})
+}
+
+// platformFields are the fields every platform section has.
+func (d *decoder) platformFields(p *Platform) []field {
+	return []field{
+		{"enabled", d.boolean(&p.Enabled)},
+		{"api_url", d.url(&p.APIURL)},
+		{"session_scope", d.scope(&p.SessionScope)},
+		{"command_prefix", d.str(&p.CommandPrefix)},
+		{"max_file_bytes", intField(d, &p.MaxFileBytes, 1, 1<<62)},
+		{"allow_users", d.list(&p.AllowUsers)},
+		{"allow_chats", d.list(&p.AllowChats)},
+		{"approvers", d.list(&p.Approvers)},
+	}
+}
+
+// mapping decodes a mapping node's keys with fields; keys not among fields
+// are errors. A null node leaves everything at its default.
+func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
+	r := resolve(n)
+	if isNull(r) {
+		return
+	}
+	if r.Kind != yaml.MappingNode {
+		d.fail(n.Line, path, "expected a mapping, got %s", describe(r))
+		return
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(r.Content); i += 2 {
+		k, v := r.Content[i], r.Content[i+1]
+		name, ok := d.key(k, path)
+		if !ok {
+			continue
+		}
+		p := join(path, name)
+		if first, dup := seen[name]; dup {
+			d.fail(k.Line, p, "set twice (first at line %d)", first)
+			continue
+		}
+		seen[name] = k.Line
+		j := slices.IndexFunc(fields, func(f field) bool { return f.name == name })
+		if j < 0 {
+			d.fail(k.Line, p, "unknown field%s", suggest(name, fields))
+			continue
+		}
+		d.lines[p] = k.Line
+		fields[j].set(v, p)
+	}
+}
+
+// key returns a mapping key's name.
+func (d *decoder) key(k *yaml.Node, path string) (string, bool) {
+	k = resolve(k)
+	switch {
+	case k.Kind != yaml.ScalarNode:
+		d.fail(k.Line, path, "expected a field name, got %s", describe(k))
+		return "", false
+	case k.ShortTag() == "!!merge":
+		d.fail(k.Line, path, "merge keys (<<) are not supported; write the fields out")
+		return "", false
+	}
+	return k.Value, true
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// suggest names the known field closest to a misspelt one.
+func suggest(name string, fields []field) string {
+	best, bestDist := "", 3
+	for _, f := range fields {
+		if dist := editDistance(name, f.name); dist < bestDist {
+			best, bestDist = f.name, dist
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + best + "?"
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 64 // not a typo of a field name
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func (d *decoder) sub(fields []field) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) { d.mapping(n, path, fields) }
+}
+
+// resolve follows an alias to the node it names.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && n.Alias != nil && i < 8; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
+}
+
+// stringish reports whether a scalar can stand for a string. Numbers are
+// accepted because platform ids (Telegram chats, Discord snowflakes) are
+// numbers people write unquoted.
+func stringish(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode {
+		return false
+	}
+	switch n.ShortTag() {
+	case "!!str", "!!int", "!!float", "!!timestamp":
+		return true
+	}
+	return false
+}
+
+// describe names what a node holds for a type error. Only short values are
+// quoted: anything long enough to be a credential is never echoed.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.DocumentNode:
+		return "a document"
+	case yaml.ScalarNode:
+		switch tag := n.ShortTag(); tag {
+		case "!!str":
+			return "the string " + quoteShort(n.Value)
+		case "!!int":
+			return "the integer " + quoteShort(n.Value)
+		case "!!float":
+			return "the number " + quoteShort(n.Value)
+		case "!!bool":
+			return "the boolean " + quoteShort(n.Value)
+		case "!!null":
+			return "nothing"
+		default:
+			return "a value tagged " + quoteShort(tag)
+		}
+	}
+	return "an unknown node"
+}
+
+// quoteShort quotes v for an error message unless it is long enough to be a
+// secret pasted into the wrong field.
+func quoteShort(v string) string {
+	if n := utf8.RuneCountInString(v); n > 24 {
+		return fmt.Sprintf("(%d characters, not shown)", n)
+	}
+	return strconv.Quote(v)
+}
+
+// stringValue returns a scalar's text; ok is false for null or on error.
+func (d *decoder) stringValue(n *yaml.Node, path string) (string, bool) {
+	r := resolve(n)
+	if isNull(r) {
+		return "", false
+	}
+	if !stringish(r) {
+		d.fail(n.Line, path, "expected a string, got %s", describe(r))
+		return "", false
+	}
+	if strings.Contains(r.Value, "${") {
+		d.fail(n.Line, path, "${VAR} is expanded only in secret and URL fields")
+		return "", false
+	}
+	return r.Value, true
+}
+
+func (d *decoder) str(dst *string) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		if v, ok := d.stringValue(n, path); ok {
+			*dst = v
+		}
+	}
+}
+
+func (d *decoder) enum(dst *string, allowed ...string) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		v, ok := d.stringValue(n, path)
+		if !ok {
+			return
+		}
+		if !slices.Contains(allowed, v) {
+			d.fail(n.Line, path, "must be one of %s, got %s", strings.Join(allowed, ", "), quoteShort(v))
+			return
+		}
+		*dst = v
+	}
+}
+
+func (d *decoder) scope(dst *core.SessionScope) func(*yaml.Node, string) {
+	var s string
+	set := d.enum(&s, string(core.ScopeThread), string(core.ScopeChannel), string(core.ScopeUser))
+	return func(n *yaml.Node, path string) {
+		s = ""
+		set(n, path)
+		if s != "" {
+			*dst = core.SessionScope(s)
+		}
+	}
+}
+
+func (d *decoder) boolean(dst *bool) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		r := resolve(n)
+		if isNull(r) {
+			return
+		}
+		var v bool
+		if r.Kind != yaml.ScalarNode || r.ShortTag() != "!!bool" || r.Decode(&v) != nil {
+			d.fail(n.Line, path, "expected true or false, got %s", describe(r))
+			return
+		}
+		*dst = v
+	}
+}
+
+// intField decodes an integer in [lo, hi]. It is a function because methods
+// cannot have type parameters.
+func intField[T int | int64](d *decoder, dst *T, lo, hi int64) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		r := resolve(n)
+		if isNull(r) {
+			return
+		}
+		var v int64
+		if r.Kind != yaml.ScalarNode || r.ShortTag() != "!!int" || r.Decode(&v) != nil {
+			d.fail(n.Line, path, "expected an integer, got %s", describe(r))
+			return
+		}
+		if v < lo || v > hi {
+			if hi >= 1<<62 {
+				d.fail(n.Line, path, "must be at least %d, got %d", lo, v)
+			} else {
+				d.fail(n.Line, path, "must be between %d and %d, got %d", lo, hi, v)
+			}
+			return
+		}
+		*dst = T(v)
+	}
+}
+
+// duration decodes a Go duration string; positive rejects zero.
+func (d *decoder) duration(dst *time.Duration, positive bool) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		r := resolve(n)
+		if isNull(r) {
+			return
+		}
+		if r.Kind != yaml.ScalarNode || (r.ShortTag() != "!!str" && r.ShortTag() != "!!int") {
+			d.fail(n.Line, path, `expected a duration such as "30s", got %s`, describe(r))
+			return
+		}
+		v, err := time.ParseDuration(r.Value)
+		switch {
+		case err != nil:
+			d.fail(n.Line, path, `invalid duration %s: write a number with a unit, such as "30s" or "1h30m"`, quoteShort(r.Value))
+		case v < 0:
+			d.fail(n.Line, path, "must not be negative, got %s", r.Value)
+		case positive && v == 0:
+			d.fail(n.Line, path, "must be positive")
+		default:
+			*dst = v
+		}
+	}
+}
+
+// list decodes a list of ids.
+func (d *decoder) list(dst *[]string) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		r := resolve(n)
+		if isNull(r) {
+			return
+		}
+		if r.Kind != yaml.SequenceNode {
+			d.fail(n.Line, path, "expected a list, got %s", describe(r))
+			return
+		}
+		out := make([]string, 0, len(r.Content))
+		for i, item := range r.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if isNull(resolve(item)) {
+				d.fail(item.Line, p, "must not be empty")
+				continue
+			}
+			v, ok := d.stringValue(item, p)
+			if !ok {
+				continue
+			}
+			if v == "" {
+				d.fail(item.Line, p, "must not be empty")
+				continue
+			}
+			out = append(out, v)
+		}
+		*dst = out
+	}
+}
+
+func (d *decoder) secret(dst *core.Secret) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		if v, ok := d.expand(n, path, true); ok {
+			*dst = core.Secret(v)
+		}
+	}
+}
+
+func (d *decoder) url(dst *string) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		if v, ok := d.expand(n, path, false); ok {
+			*dst = v
+		}
+	}
+}
+
+// expand decodes a string whose ${VAR} references are replaced from the
+// environment, recording unset variables for validation to judge: only an
+// enabled platform needs its secrets.
+func (d *decoder) expand(n *yaml.Node, path string, secret bool) (string, bool) {
+	r := resolve(n)
+	if isNull(r) {
+		return "", false
+	}
+	if !stringish(r) {
+		// Never describe(r) here: the value may be a credential.
+		d.fail(n.Line, path, "expected a string")
+		return "", false
+	}
+	out, refs, err := expandVars(r.Value, d.lookup)
+	if err != nil {
+		d.fail(n.Line, path, "%v", err)
+		return "", false
+	}
+	if len(refs) == 0 {
+		if secret && r.Value != "" {
+			d.warn(n.Line, path, "secret written in the file; prefer a ${VAR} reference")
+		}
+		return r.Value, true
+	}
+	e := expansion{line: n.Line, whole: len(refs) == 1 && r.Value == "${"+refs[0].name+"}"}
+	for _, ref := range refs {
+		switch {
+		case !ref.set:
+			e.unset = append(e.unset, ref.name)
+		case ref.empty:
+			e.empty = append(e.empty, ref.name)
+		}
+	}
+	d.vars[path] = e
+	return out, true
+}
+
+// profiles decodes the name → profile map. Values are resolved by validate.
+func (d *decoder) profiles(n *yaml.Node, path string, c *Config) {
+	r := resolve(n)
+	if isNull(r) {
+		c.Profiles = map[string]string{}
+		return
+	}
+	if r.Kind != yaml.MappingNode {
+		d.fail(n.Line, path, "expected a mapping of profile names to profile files, got %s", describe(r))
+		return
+	}
+	c.Profiles = map[string]string{}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(r.Content); i += 2 {
+		k, v := r.Content[i], r.Content[i+1]
+		name, ok := d.key(k, path)
+		if !ok {
+			continue
+		}
+		p := join(path, name)
+		if first, dup := seen[name]; dup {
+			d.fail(k.Line, p, "set twice (first at line %d)", first)
+			continue
+		}
+		seen[name] = k.Line
+		d.lines[p] = k.Line
+		if !validName(name) {
+			d.fail(k.Line, p, "a profile name is letters, digits, '.', '_' and '-', starting with a letter or digit")
+			continue
+		}
+		s, ok := d.stringValue(v, p)
+		if !ok && isNull(resolve(v)) {
+			s, ok = "", true // reported as empty by validate
+		}
+		if ok {
+			c.Profiles[name] = s
+		}
+	}
+}
+
+// routes decodes the route list. References are checked by validate.
+func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
+	r := resolve(n)
+	if isNull(r) {
+		return
+	}
+	if r.Kind != yaml.SequenceNode {
+		d.fail(n.Line, path, "expected a list of routes, got %s", describe(r))
+		return
+	}
+	c.Routes = make([]Route, 0, len(r.Content))
+	for i, item := range r.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		d.lines[p] = item.Line
+		var rt Route
+		if isNull(resolve(item)) {
+			d.fail(item.Line, p, "expected a route mapping, got nothing")
+			continue
+		}
+		d.mapping(item, p, []field{
+			{"platform", d.str(&rt.Platform)},
+			{"workspace", d.str(&rt.Workspace)},
+			{"channel", d.str(&rt.Channel)},
+			{"profile", d.str(&rt.Profile)},
+		})
+		c.Routes = append(c.Routes, rt)
+	}
+}

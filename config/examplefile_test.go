@@ -1,0 +1,143 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbridge/agentbridge/core"
+)
+
+const exampleFile = "../config.example.yaml"
+
+// dummyEnv sets every variable, as an operator following the example would.
+func dummyEnv(name string) (string, bool) { return "dummy_" + strings.ToLower(name), true }
+
+// TestExampleConfig keeps config.example.yaml loadable: it is the
+// documentation operators copy.
+func TestExampleConfig(t *testing.T) {
+	cfg, err := Load(exampleFile, dummyEnv)
+	if err != nil {
+		t.Fatalf("%s does not load:\n%v", exampleFile, err)
+	}
+	dir, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store != filepath.Join(dir, "agentbridge.db") {
+		t.Errorf("Store = %q, want it next to the example", cfg.Store)
+	}
+	if got := cfg.ProfileFor(cfgKey("slack")); got != cfg.DefaultProfile || got != "demo" {
+		t.Errorf("ProfileFor = %q, want the default demo", got)
+	}
+	// The example spells out every default, so it must equal an empty file's.
+	def := defaults()
+	if cfg.QueueDepth != def.QueueDepth || cfg.Presenter != def.Presenter || cfg.Log != def.Log ||
+		cfg.Slack.Mode != def.Slack.Mode || cfg.Telegram.MaxFileBytes != def.Telegram.MaxFileBytes ||
+		cfg.Discord.SessionScope != def.Discord.SessionScope || cfg.Telegram.Drafts != def.Telegram.Drafts {
+		t.Errorf("the example's values differ from the defaults:\n%+v", cfg)
+	}
+	if w := cfg.Warnings(); len(w) != 0 {
+		t.Errorf("the example draws warnings: %v", w)
+	}
+}
+
+// TestExampleEnabled enables every platform of the example, as an operator
+// would, and checks it still loads once the variables are set and that each
+// unset token is named.
+func TestExampleEnabled(t *testing.T) {
+	data, err := os.ReadFile(exampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enabled := bytes.ReplaceAll(data, []byte("enabled: false"), []byte("enabled: true"))
+	if n := bytes.Count(enabled, []byte("enabled: true")); n != 3 {
+		t.Fatalf("found %d platform sections to enable, want 3", n)
+	}
+	cfg, err := Parse(enabled, exampleFile, dummyEnv)
+	if err != nil {
+		t.Fatalf("the example with every platform enabled does not load:\n%v", err)
+	}
+	if !cfg.Slack.Enabled || !cfg.Discord.Enabled || !cfg.Telegram.Enabled {
+		t.Errorf("platforms not enabled: %+v", cfg)
+	}
+	if got := cfg.Discord.Token.Reveal(); got != "dummy_discord_bot_token" {
+		t.Errorf("discord token = %q, want the dummy", got)
+	}
+
+	_, err = Parse(enabled, exampleFile, func(string) (string, bool) { return "", false })
+	var got []string
+	for _, p := range problems(t, err) {
+		_, after, _ := strings.Cut(p, ": ") // drop file:line, which moves as the example is edited
+		got = append(got, after)
+	}
+	want := []string{
+		"slack.bot_token: environment variable SLACK_BOT_TOKEN is not set",
+		"slack.app_token: environment variable SLACK_APP_TOKEN is not set",
+		"discord.token: environment variable DISCORD_BOT_TOKEN is not set",
+		"telegram.token: environment variable TELEGRAM_BOT_TOKEN is not set",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("with no environment, got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	if data, err := os.ReadFile(exampleFile); err == nil {
+		f.Add(data)
+	}
+	for _, seed := range []string{
+		"",
+		head,
+		head + "queue_depth: lots\nslack: {enabled: true, mode: events}\n",
+		head + "routes:\n  - {platform: slack, profile: demo}\n  - *a\n",
+		"a: &a [*a]\n",
+		"x: &x {y: *x}\nprofiles: *x\n",
+		head + "slack:\n  enabled: true\n  bot_token: ${A}${B\n",
+		head + "telegram: {enabled: true, mode: webhook, webhook_url: 'http://${H}', token: '${T}'}\n",
+		"? [a]\n: b\n",
+		"---\n---\n",
+		"!!binary x: 1\n",
+		"<<: {store: x}\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	lookup := func(name string) (string, bool) {
+		if strings.HasPrefix(name, "U") {
+			return "", false
+		}
+		return "v", true
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(data, "f.yaml", lookup)
+		if (cfg == nil) == (err == nil) {
+			t.Fatalf("Parse returned config %v and error %v; want exactly one", cfg != nil, err)
+		}
+		if err == nil {
+			// A valid config is internally consistent.
+			if _, ok := cfg.Profiles[cfg.DefaultProfile]; !ok {
+				t.Fatalf("default profile %q is not among %v", cfg.DefaultProfile, cfg.Profiles)
+			}
+			for _, r := range cfg.Routes {
+				if _, ok := cfg.Profiles[r.Profile]; !ok {
+					t.Fatalf("route profile %q is not among %v", r.Profile, cfg.Profiles)
+				}
+			}
+			if cfg.QueueDepth < 1 || cfg.QueueDepth > 100 || cfg.DedupTTL <= 0 || !filepath.IsAbs(cfg.Store) {
+				t.Fatalf("invalid values accepted: %+v", cfg)
+			}
+			return
+		}
+		for _, p := range problems(t, err) {
+			if !strings.HasPrefix(p, "f.yaml:") {
+				t.Fatalf("problem %q does not start with the file name", p)
+			}
+		}
+	})
+}
+
+func cfgKey(platform string) core.ConversationKey {
+	return core.ConversationKey{Platform: platform, Workspace: "T1", Channel: "C1"}
+}

@@ -1,0 +1,279 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// knownPlatforms lists the adapter names a route may name.
+const knownPlatforms = "slack, discord, telegram, console"
+
+func knownPlatform(name string) bool {
+	return slices.Contains(strings.Split(knownPlatforms, ", "), name)
+}
+
+// validName reports whether s is a profile name: letters, digits, '.', '_'
+// and '-', starting with a letter or digit.
+func validName(s string) bool {
+	for i, c := range []byte(s) {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// validTelegramSecret follows Telegram's rule for setWebhook's secret_token:
+// 1-256 characters of A-Z, a-z, 0-9, _ and -.
+func validTelegramSecret(s string) bool {
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return len(s) >= 1 && len(s) <= 256
+}
+
+// validate checks what the walk could not check field by field: required
+// fields, references between fields, and each enabled platform's needs. It
+// also resolves relative paths against dir.
+func (d *decoder) validate(c *Config, dir string) {
+	if c.Store == "" {
+		d.fail(d.line("store"), "store", "must not be empty")
+	} else {
+		c.Store = absPath(dir, c.Store)
+	}
+
+	d.validateProfiles(c, dir)
+	d.validateRoutes(c)
+
+	if c.Metrics.Listen != "" {
+		if host, ok := d.checkListen("metrics.listen", c.Metrics.Listen); ok && !loopback(host) {
+			d.warn(d.line("metrics.listen"), "metrics.listen", "not a loopback address: /metrics and /healthz are reachable from other hosts")
+		}
+	}
+
+	d.validateSlack(&c.Slack)
+	d.validateDiscord(&c.Discord)
+	d.validateTelegram(&c.Telegram)
+}
+
+func (d *decoder) validateProfiles(c *Config, dir string) {
+	if len(c.Profiles) == 0 {
+		if _, ok := d.lines["profiles"]; !ok || c.Profiles == nil {
+			d.fail(d.line("profiles"), "profiles", "is required: name at least one profile, e.g. demo: builtin:demo")
+		} else {
+			d.fail(d.line("profiles"), "profiles", "must name at least one profile, e.g. demo: builtin:demo")
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Profiles)) {
+		p := "profiles." + name
+		v := c.Profiles[name]
+		switch {
+		case v == "":
+			d.fail(d.line(p), p, "is empty: give a profile file path or %sNAME", BuiltinPrefix)
+		case strings.HasPrefix(v, BuiltinPrefix):
+			if !validName(strings.TrimPrefix(v, BuiltinPrefix)) {
+				d.fail(d.line(p), p, "%s must be followed by a builtin profile name", BuiltinPrefix)
+			}
+		default:
+			c.Profiles[name] = absPath(dir, v)
+		}
+	}
+	switch _, ok := c.Profiles[c.DefaultProfile]; {
+	case c.DefaultProfile == "":
+		d.fail(d.line("default_profile"), "default_profile", "is required: name the profile to use when no route matches")
+	case !ok && len(c.Profiles) > 0:
+		d.fail(d.line("default_profile"), "default_profile", "names no profile: %s is not one of %s",
+			quoteShort(c.DefaultProfile), strings.Join(slices.Sorted(maps.Keys(c.Profiles)), ", "))
+	}
+}
+
+func (d *decoder) validateRoutes(c *Config) {
+	for i, r := range c.Routes {
+		p := fmt.Sprintf("routes[%d]", i)
+		if r.Platform != "" && !knownPlatform(r.Platform) {
+			d.fail(d.line(p+".platform"), p+".platform", "must be one of %s, got %s",
+				knownPlatforms, quoteShort(r.Platform))
+		}
+		if _, ok := c.Profiles[r.Profile]; r.Profile == "" {
+			d.fail(d.line(p+".profile"), p+".profile", "is required")
+		} else if !ok && len(c.Profiles) > 0 {
+			d.fail(d.line(p+".profile"), p+".profile", "names no profile: %s is not one of %s",
+				quoteShort(r.Profile), strings.Join(slices.Sorted(maps.Keys(c.Profiles)), ", "))
+		}
+	}
+}
+
+// validatePlatform checks the settings every platform shares.
+func (d *decoder) validatePlatform(name string, p *Platform) {
+	if p.CommandPrefix == "" || strings.ContainsFunc(p.CommandPrefix, isSpace) {
+		d.fail(d.line(name+".command_prefix"), name+".command_prefix", "must be non-empty and without spaces")
+	}
+	if slices.Contains(p.Approvers, Wildcard) {
+		d.fail(d.line(name+".approvers"), name+".approvers", `"*" is not allowed here: list the user ids who may answer anyone's permission prompts`)
+	}
+	if !p.Enabled {
+		return
+	}
+	d.checkURL(name+".api_url", p.APIURL)
+	if len(p.AllowUsers) == 0 && len(p.AllowChats) == 0 {
+		d.warn(d.line(name), name, "enabled, but allow_users and allow_chats are empty, so nobody may use the bot")
+	}
+	if slices.Contains(p.AllowUsers, Wildcard) {
+		d.warn(d.line(name+".allow_users"), name+".allow_users", `"*" lets anyone use the bot`)
+	}
+	if slices.Contains(p.AllowChats, Wildcard) {
+		d.warn(d.line(name+".allow_chats"), name+".allow_chats", `"*" lets members of any chat use the bot`)
+	}
+}
+
+func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
+
+func (d *decoder) validateSlack(s *Slack) {
+	d.validatePlatform("slack", &s.Platform)
+	if !s.Enabled {
+		return
+	}
+	// Swapped tokens are the classic Slack setup mistake; name the prefix,
+	// never the token.
+	if d.need("slack.bot_token", !s.BotToken.IsZero(), "when slack is enabled") &&
+		strings.HasPrefix(s.BotToken.Reveal(), "xapp-") {
+		d.fail(d.line("slack.bot_token"), "slack.bot_token", "holds an app-level token (xapp-); bot_token takes the bot token (xoxb-)")
+	}
+	switch s.Mode {
+	case SlackSocket:
+		if d.need("slack.app_token", !s.AppToken.IsZero(), "in socket mode") &&
+			strings.HasPrefix(s.AppToken.Reveal(), "xoxb-") {
+			d.fail(d.line("slack.app_token"), "slack.app_token", "holds a bot token (xoxb-); app_token takes the app-level token (xapp-)")
+		}
+	case SlackEvents:
+		d.need("slack.signing_secret", !s.SigningSecret.IsZero(), "in events mode")
+		if d.need("slack.events_listen", s.EventsListen != "", "in events mode") {
+			d.checkListen("slack.events_listen", s.EventsListen)
+		}
+	}
+	d.optionalVars("slack")
+}
+
+func (d *decoder) validateDiscord(s *Discord) {
+	d.validatePlatform("discord", &s.Platform)
+	if !s.Enabled {
+		return
+	}
+	d.need("discord.token", !s.Token.IsZero(), "when discord is enabled")
+	d.optionalVars("discord")
+}
+
+func (d *decoder) validateTelegram(s *Telegram) {
+	d.validatePlatform("telegram", &s.Platform)
+	if !s.Enabled {
+		return
+	}
+	d.need("telegram.token", !s.Token.IsZero(), "when telegram is enabled")
+	if s.Mode == TelegramWebhook {
+		if d.need("telegram.webhook_url", s.WebhookURL != "", "in webhook mode") {
+			d.checkURL("telegram.webhook_url", s.WebhookURL)
+		}
+		if d.need("telegram.webhook_listen", s.WebhookListen != "", "in webhook mode") {
+			d.checkListen("telegram.webhook_listen", s.WebhookListen)
+		}
+		if d.need("telegram.webhook_secret", !s.WebhookSecret.IsZero(), "in webhook mode") &&
+			!validTelegramSecret(s.WebhookSecret.Reveal()) {
+			d.fail(d.line("telegram.webhook_secret"), "telegram.webhook_secret", "must be 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)")
+		}
+	}
+	d.optionalVars("telegram")
+}
+
+// need reports whether a field an enabled platform cannot work without is
+// set, failing otherwise: with the variables it references that are unset
+// or empty, or else as missing.
+func (d *decoder) need(path string, set bool, why string) bool {
+	d.needed[path] = true
+	if d.failed[path] {
+		return false // its value was already reported as wrong
+	}
+	if e, ok := d.vars[path]; ok && (len(e.unset) > 0 || len(e.empty) > 0) {
+		d.fail(e.line, path, "%s", varProblem(e))
+		return false
+	}
+	if !set {
+		d.fail(d.line(path), path, "is required %s", why)
+		return false
+	}
+	return true
+}
+
+// optionalVars fails optional fields of an enabled platform that reference
+// unset variables amid other text. A field that is exactly one unset
+// ${VAR} counts as not configured, so `api_url: ${SLACK_API_URL}` is an
+// override the environment may or may not give.
+func (d *decoder) optionalVars(platform string) {
+	for _, path := range slices.Sorted(maps.Keys(d.vars)) {
+		e := d.vars[path]
+		if !strings.HasPrefix(path, platform+".") || d.needed[path] || e.whole || len(e.unset) == 0 {
+			continue
+		}
+		d.fail(e.line, path, "%s", varProblem(expansion{unset: e.unset}))
+	}
+}
+
+func varProblem(e expansion) string {
+	names, state := e.unset, "not set"
+	if len(names) == 0 {
+		names, state = e.empty, "empty"
+	}
+	if len(names) == 1 {
+		return "environment variable " + names[0] + " is " + state
+	}
+	return "environment variables " + strings.Join(names, ", ") + " are " + state
+}
+
+// checkURL fails v unless it is empty or an absolute http(s) URL. The value
+// is not quoted: it may embed credentials.
+func (d *decoder) checkURL(path, v string) {
+	if v == "" || len(d.vars[path].unset) > 0 {
+		return // an unset variable is reported as such, not as a bad URL
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		d.fail(d.line(path), path, "must be an absolute http or https URL")
+	}
+}
+
+// checkListen fails v unless it is host:port, and returns the host.
+func (d *decoder) checkListen(path, v string) (string, bool) {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		d.fail(d.line(path), path, `must be host:port, such as "127.0.0.1:9464" or ":3000", got %s`, quoteShort(v))
+		return "", false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		d.fail(d.line(path), path, "port must be a number from 0 to 65535, got %s", quoteShort(port))
+		return "", false
+	}
+	return host, true
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func absPath(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
