@@ -485,3 +485,27 @@ func TestPrompt(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// BenchmarkStreamingEdit measures an in-place edit of a growing answer, the
+// adapter's hot path while an agent streams.
+func BenchmarkStreamingEdit(b *testing.B) {
+	a := New(strings.NewReader(""), io.Discard, Options{})
+	conv := core.ConversationKey{Platform: "console", Channel: "local"}
+	ref, err := a.Send(b.Context(), conv, core.Post{Text: ""})
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := ""
+	for b.Loop() {
+		text += "word "
+		if len(text) > 64<<10 {
+			text = "w "
+			if ref, err = a.Send(b.Context(), conv, core.Post{Text: ""}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := a.Edit(b.Context(), ref, core.Post{Text: text}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

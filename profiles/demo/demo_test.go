@@ -310,23 +310,30 @@ func TestBadInput(t *testing.T) {
 
 func TestHistoryCapped(t *testing.T) {
 	dir := t.TempDir()
-	id := ""
-	for i := range maxHistory + 5 {
-		evs, err := runTurn(t, dir, fmt.Sprintf("message %d", i), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id = sessionOf(t, evs)
+	// A session already at the cap, written as Run writes it.
+	s := &session{Version: stateVersion, ID: "full"}
+	for i := range maxHistory + 4 {
+		s.record(fmt.Sprintf("message %d", i), "ok", time.Now())
 	}
-	s, err := load(dir, id)
+	if err := s.save(dir); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := runTurn(t, dir, "one more", "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := output(evs); !strings.Contains(got, fmt.Sprintf("turn **%d**", maxHistory+5)) {
+		t.Errorf("answer %q does not count past the cap", got)
+	}
+	s, err = load(dir, "full")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Turns != maxHistory+5 || len(s.History) != maxHistory {
 		t.Errorf("turns %d, history %d; want %d and %d", s.Turns, len(s.History), maxHistory+5, maxHistory)
 	}
-	if got, want := s.History[len(s.History)-1].User, fmt.Sprintf("message %d", maxHistory+4); got != want {
-		t.Errorf("last remembered %q, want %q", got, want)
+	if first, last := s.History[0].User, s.History[len(s.History)-1].User; first != "message 5" || last != "one more" {
+		t.Errorf("history runs %q..%q, want \"message 5\"..\"one more\"", first, last)
 	}
 	// Only the memory file remains: temp files were renamed away.
 	entries, _ := os.ReadDir(dir)
@@ -633,4 +640,34 @@ func FuzzRun(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestAttachmentsOnly(t *testing.T) {
+	line := `{"type":"turn","message":"","session_id":"","protocol_version":"0.4",` +
+		`"attachments":[{"kind":"image","url":"file:///tmp/cat.png","name":"cat.png","mime":"image/png","size":1234}]}` + "\n"
+	var out bytes.Buffer
+	if err := Run(t.Context(), strings.NewReader(line), &out, t.TempDir(), 0); err != nil {
+		t.Fatalf("F-EMPTY-1: a turn with only attachments carries content, got %v", err)
+	}
+	got := output(parseEvents(t, out.Bytes()))
+	if want := "- You attached `cat.png` (image, image/png, 1234 bytes).\n"; !strings.Contains(got, want) {
+		t.Errorf("answer %q lacks %q", got, want)
+	}
+}
+
+// BenchmarkTurn measures one whole turn with memory on disk: load, answer,
+// atomic save.
+func BenchmarkTurn(b *testing.B) {
+	dir := b.TempDir()
+	var out bytes.Buffer
+	if err := Run(b.Context(), strings.NewReader(turnJSON("my name is Ada", "bench", false)), &out, dir, 0); err != nil {
+		b.Fatal(err)
+	}
+	line := turnJSON("hello there, how are you today?", "bench", false)
+	for b.Loop() {
+		out.Reset()
+		if err := Run(b.Context(), strings.NewReader(line), &out, dir, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
