@@ -277,11 +277,7 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 	if old.text == p.Text && sameButtons {
 		return fmt.Errorf("console: edit %s: %w", ref.ID, core.ErrNotModified)
 	}
-	extends := strings.HasPrefix(p.Text, old.text)
-	suffix := p.Text[len(old.text):]
-	if !extends {
-		suffix = ""
-	}
+	suffix, extends := strings.CutPrefix(p.Text, old.text)
 	removed := len(old.buttons) > 0 && len(p.Buttons) == 0
 
 	old.text = p.Text

@@ -276,8 +276,10 @@ func TestEdits(t *testing.T) {
 	expect("extending the reprinted message", "Hello, world\n- item\nsecond\n  ↳ Hello, world\n- item\n- more!")
 	edit(r2, core.Post{Text: "rewritten"})
 	expect("non-extending edit", "Hello, world\n- item\nsecond\n  ↳ Hello, world\n- item\n- more!\n  ↳ rewritten")
+	edit(r2, core.Post{Text: "short"})
+	expect("shrinking edit", "Hello, world\n- item\nsecond\n  ↳ Hello, world\n- item\n- more!\n  ↳ rewritten\n  ↳ short")
 
-	if err := a.Edit(ctx, r2, core.Post{Text: "rewritten"}); !errors.Is(err, core.ErrNotModified) {
+	if err := a.Edit(ctx, r2, core.Post{Text: "short"}); !errors.Is(err, core.ErrNotModified) {
 		t.Errorf("identical edit: %v, want ErrNotModified", err)
 	}
 	if err := a.Edit(ctx, core.MessageRef{Conv: conv, ID: "nope"}, core.Post{Text: "x"}); !errors.Is(err, core.ErrNotFound) {
@@ -508,4 +510,57 @@ func BenchmarkStreamingEdit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzButtonKeys checks that any labels get distinct keys, shown inside the
+// label without losing any of it.
+func FuzzButtonKeys(f *testing.F) {
+	f.Add("Allow", "Deny", "Allow for this session")
+	f.Add("✅", "", " \t")
+	f.Add("Éé", "éÉ", "ÉÉ")
+	f.Fuzz(func(t *testing.T, l1, l2, l3 string) {
+		labels := []string{l1, l2, l3}
+		bs := []core.Button{{Label: l1}, {Label: l2}, {Label: l3}}
+		seen := map[string]bool{}
+		for i, k := range buttonKeys(bs) {
+			if k.key == "" || seen[k.key] {
+				t.Fatalf("labels %q: key %d %q empty or reused", labels, i, k.key)
+			}
+			seen[k.key] = true
+			shown := k.display(labels[i])
+			if k.pos >= 0 && strings.NewReplacer("[", "", "]", "").Replace(shown) !=
+				strings.NewReplacer("[", "", "]", "").Replace(labels[i]) {
+				t.Errorf("label %q shown as %q", labels[i], shown)
+			}
+		}
+	})
+}
+
+// FuzzEdit checks that any sequence of texts can be sent and edited without
+// a panic, and that the last text printed is visible.
+func FuzzEdit(f *testing.F) {
+	f.Add("Hel", "Hello", "He", true)
+	f.Add("", "x\n", "x\ny", false)
+	f.Fuzz(func(t *testing.T, t1, t2, t3 string, buttons bool) {
+		out := &syncBuffer{}
+		a := New(strings.NewReader(""), out, Options{})
+		conv := core.ConversationKey{Platform: "console"}
+		var bs []core.Button
+		if buttons {
+			bs = []core.Button{{Label: t1, Value: "v"}}
+		}
+		ref, err := a.Send(context.Background(), conv, core.Post{Text: t1, Buttons: bs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{t2, t3} {
+			err := a.Edit(context.Background(), ref, core.Post{Text: text})
+			if err != nil && !errors.Is(err, core.ErrNotModified) {
+				t.Fatal(err)
+			}
+		}
+		if !strings.Contains(out.String(), strings.TrimLeft(t3[min(len(t3), len(t2)):], " ")) {
+			t.Errorf("output %q does not show the end of %q", out.String(), t3)
+		}
+	})
 }
