@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,12 +112,20 @@ func TestParseErrors(t *testing.T) {
 			[]string{"c.yaml:3: dedup_ttl: must be positive"}},
 		{"bad enum", head + "log: {level: verbose}\n", nil,
 			[]string{`c.yaml:3: log.level: must be one of debug, info, warn, error, got "verbose"`}},
+		{"long value not echoed", head + "log: {level: " + strings.Repeat("x", 40) + "}\n", nil,
+			[]string{"c.yaml:3: log.level: must be one of debug, info, warn, error, got (40 characters, not shown)"}},
+		{"empty store", head + "store: \"\"\n", nil,
+			[]string{"c.yaml:3: store: must not be empty"}},
 		{"bad session scope", head + "telegram:\n  session_scope: chat\n", nil,
 			[]string{`c.yaml:4: telegram.session_scope: must be one of thread, channel, user, got "chat"`}},
 		{"missing default profile", "profiles: {demo: builtin:demo}\n", nil,
 			[]string{"c.yaml:1: default_profile: is required: name the profile to use when no route matches"}},
 		{"default profile names nothing", "profiles: {demo: builtin:demo}\ndefault_profile: claude\n", nil,
 			[]string{`c.yaml:2: default_profile: names no profile: "claude" is not one of demo`}},
+		{"wrong type profiles reported once", "profiles: [demo]\ndefault_profile: demo\n", nil,
+			[]string{"c.yaml:1: profiles: expected a mapping of profile names to profile files, got a list"}},
+		{"wrong type default profile reported once", "profiles: {demo: builtin:demo}\ndefault_profile: [demo]\n", nil,
+			[]string{"c.yaml:2: default_profile: expected a string, got a list"}},
 		{"empty profiles", "profiles: {}\ndefault_profile: demo\n", nil,
 			[]string{"c.yaml:1: profiles: must name at least one profile, e.g. demo: builtin:demo"}},
 		{"duplicate section", head + "profiles: {}\n", nil,
@@ -733,5 +742,19 @@ func TestFieldErrorWithoutFile(t *testing.T) {
 	_, err := Parse([]byte(head+"queue_depth: 0\n"), "", env(nil))
 	if want := "line 3: queue_depth: must be between 1 and 100, got 0"; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)
+	}
+}
+
+func TestSlogLevel(t *testing.T) {
+	for level, want := range map[string]slog.Level{
+		"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
+	} {
+		cfg, err := Parse([]byte(head+"log: {level: "+level+"}\n"), "c.yaml", env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Log.SlogLevel(); got != want {
+			t.Errorf("level %s: SlogLevel() = %v, want %v", level, got, want)
+		}
 	}
 }

@@ -48,13 +48,14 @@ func parse(data []byte, path string, lookup func(string) (string, bool)) (*Confi
 		return nil, ferr
 	}
 	c := defaults()
-	dir, err := filepath.Abs(".")
-	if path != "" {
-		c.Path, err = filepath.Abs(path)
-		dir = filepath.Dir(c.Path)
-	}
+	// Relative paths in the file are relative to the file, not to the
+	// bridge's working directory; with no file, the working directory.
+	dir, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("resolve config directory: %w", err)
+		return nil, fmt.Errorf("resolve config path: %w", err)
+	}
+	if path != "" {
+		c.Path, dir = dir, filepath.Dir(dir)
 	}
 	d := &decoder{
 		file:   path,

@@ -141,3 +141,16 @@ func FuzzParse(f *testing.F) {
 func cfgKey(platform string) core.ConversationKey {
 	return core.ConversationKey{Platform: platform, Workspace: "T1", Channel: "C1"}
 }
+
+func BenchmarkParseExample(b *testing.B) {
+	data, err := os.ReadFile(exampleFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Parse(data, exampleFile, dummyEnv); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

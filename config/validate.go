@@ -66,7 +66,10 @@ func (d *decoder) validate(c *Config, dir string) {
 }
 
 func (d *decoder) validateProfiles(c *Config, dir string) {
-	if len(c.Profiles) == 0 {
+	switch {
+	case d.failed["profiles"]:
+		// Already reported as the wrong type.
+	case len(c.Profiles) == 0:
 		if _, ok := d.lines["profiles"]; !ok || c.Profiles == nil {
 			d.fail(d.line("profiles"), "profiles", "is required: name at least one profile, e.g. demo: builtin:demo")
 		} else {
@@ -88,6 +91,7 @@ func (d *decoder) validateProfiles(c *Config, dir string) {
 		}
 	}
 	switch _, ok := c.Profiles[c.DefaultProfile]; {
+	case d.failed["default_profile"]:
 	case c.DefaultProfile == "":
 		d.fail(d.line("default_profile"), "default_profile", "is required: name the profile to use when no route matches")
 	case !ok && len(c.Profiles) > 0:
@@ -103,7 +107,9 @@ func (d *decoder) validateRoutes(c *Config) {
 			d.fail(d.line(p+".platform"), p+".platform", "must be one of %s, got %s",
 				knownPlatforms, quoteShort(r.Platform))
 		}
-		if _, ok := c.Profiles[r.Profile]; r.Profile == "" {
+		if _, ok := c.Profiles[r.Profile]; d.failed[p+".profile"] {
+			continue
+		} else if r.Profile == "" {
 			d.fail(d.line(p+".profile"), p+".profile", "is required")
 		} else if !ok && len(c.Profiles) > 0 {
 			d.fail(d.line(p+".profile"), p+".profile", "names no profile: %s is not one of %s",
