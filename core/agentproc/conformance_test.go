@@ -1,0 +1,202 @@
+package agentproc
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// conformanceFile returns the path of a shared conformance fixture. The
+// shared tree sits beside the checkout: <repoRoot>/../shared/agentproc/conformance.
+func conformanceFile(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+	return filepath.Join(dir, "..", "shared", "agentproc", "conformance", name)
+}
+
+func readJSON(t testing.TB, name string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(conformanceFile(t, name))
+	if err != nil {
+		t.Fatalf("conformance fixture: %v", err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+// TestClassifyConformance checks every line of cases.json (P-OUT-1, P-OUT-2,
+// P-PART-2, P-OUT-3; the legacy session/text events are malformed).
+func TestClassifyConformance(t *testing.T) {
+	var file struct {
+		Cases []struct {
+			Line   string         `json:"line"`
+			Expect map[string]any `json:"expect"`
+		} `json:"cases"`
+	}
+	readJSON(t, "cases.json", &file)
+	if len(file.Cases) == 0 {
+		t.Fatal("no cases")
+	}
+	for _, c := range file.Cases {
+		l := Classify([]byte(c.Line))
+		got := map[string]any{"kind": l.Kind, "value": l.Value}
+		if l.Role != "" {
+			got["role"] = l.Role
+		}
+		if l.SessionID != "" {
+			got["session_id"] = l.SessionID
+		}
+		if diff := cmp.Diff(c.Expect, got); diff != "" {
+			t.Errorf("Classify(%q) mismatch (-want +got):\n%s", c.Line, diff)
+		}
+	}
+}
+
+// TestScenariosConformance runs every scenarios.json turn through Run with a
+// real agent process printing the scenario's lines (P-SID-1..5, P-ERR-1/2,
+// P-RES-1/2, F-RES-1, F-SID-1, P-PROF-7).
+func TestScenariosConformance(t *testing.T) {
+	type expect struct {
+		Reply     string   `json:"reply"`
+		SessionID string   `json:"session_id"`
+		Error     string   `json:"error"`
+		ExitCode  int      `json:"exit_code"`
+		Partials  []string `json:"partials"`
+	}
+	var file struct {
+		Scenarios []struct {
+			Name      string   `json:"name"`
+			Lines     []string `json:"lines"`
+			Streaming *bool    `json:"streaming"`
+			Expect    expect   `json:"expect"`
+		} `json:"scenarios"`
+	}
+	readJSON(t, "scenarios.json", &file)
+	if len(file.Scenarios) == 0 {
+		t.Fatal("no scenarios")
+	}
+	for _, sc := range file.Scenarios {
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			p := agentProfile(t, "lines", map[string]string{"AGENT_LINES": mustJSON(sc.Lines)})
+			p.Streaming = sc.Streaming == nil || *sc.Streaming
+			var events []string
+			o, err := Run(context.Background(), p, Turn{Message: "hi"}, Options{
+				CollectPartials: true,
+				OnEvent: func(e Event) {
+					if e.Kind == EventPartial {
+						events = append(events, e.Text)
+					}
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := expect{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: o.ExitCode, Partials: o.Partials}
+			if got.Partials == nil {
+				got.Partials = []string{}
+			}
+			if diff := cmp.Diff(sc.Expect, got); diff != "" {
+				t.Errorf("outcome mismatch (-want +got):\n%s\nstderr: %s", diff, o.Stderr)
+			}
+			if diff := cmp.Diff(o.Partials, events); diff != "" {
+				t.Errorf("OnEvent partials differ from Outcome.Partials (-outcome +events):\n%s", diff)
+			}
+			if o.PartialsSeen != (len(sc.Expect.Partials) > 0) {
+				t.Errorf("PartialsSeen = %v with partials %q", o.PartialsSeen, sc.Expect.Partials)
+			}
+		})
+	}
+}
+
+// TestDiagnosticsMatchFile checks the embedded rules against
+// diagnostics.json rule for rule, and every sample against its expected hint.
+func TestDiagnosticsMatchFile(t *testing.T) {
+	type rule struct {
+		ID, Pattern, Flags, Hint string
+	}
+	var file struct {
+		Rules []struct {
+			ID      string `json:"id"`
+			Pattern string `json:"pattern"`
+			Flags   string `json:"flags"`
+			Sample  string `json:"sample"`
+			Hint    string `json:"hint"`
+			Expect  string `json:"expect"`
+		} `json:"rules"`
+	}
+	readJSON(t, "diagnostics.json", &file)
+	var want, got []rule
+	for _, r := range file.Rules {
+		want = append(want, rule{r.ID, r.Pattern, r.Flags, r.Hint})
+		if h := Diagnose(r.Sample); h != r.Expect {
+			t.Errorf("rule %s: Diagnose(%q) = %q, want %q", r.ID, r.Sample, h, r.Expect)
+		}
+	}
+	for _, r := range diagRules {
+		got = append(got, rule{r.ID, r.Pattern, r.Flags, r.Hint})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("embedded rules differ from diagnostics.json (-file +embedded):\n%s", diff)
+	}
+	if h := Diagnose("all fine here"); h != "" {
+		t.Errorf("Diagnose(no match) = %q, want empty", h)
+	}
+}
+
+// FuzzClassify checks that no line crashes the classifier and that its
+// result is always one of the five kinds with a value of the right type.
+func FuzzClassify(f *testing.F) {
+	var file struct {
+		Cases []struct {
+			Line string `json:"line"`
+		} `json:"cases"`
+	}
+	readJSON(f, "cases.json", &file)
+	for _, c := range file.Cases {
+		f.Add([]byte(c.Line))
+	}
+	f.Add([]byte("{\"type\":\"partial\",\"text\":\"\xff\xfe\"}"))
+	f.Add([]byte(`{"type":"permission_request","request_id":"1","input":[1]}`))
+	f.Add([]byte(`{"type":"result","usage":{"input_tokens":"x","cost_usd":1e400}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		l := Classify(line)
+		switch l.Kind {
+		case KindPartial, KindResult, KindError:
+			if _, ok := l.Value.(string); !ok {
+				t.Fatalf("%s value %T, want string", l.Kind, l.Value)
+			}
+		case KindPermissionRequest:
+			if _, ok := l.Value.(map[string]any); !ok {
+				t.Fatalf("permission_request value %T, want map", l.Value)
+			}
+		case KindMalformed:
+			if l.Value != string(line) {
+				t.Fatalf("malformed value %q, want the raw line", l.Value)
+			}
+		default:
+			t.Fatalf("unknown kind %q", l.Kind)
+		}
+		if l.SessionID != "" && l.Kind == KindMalformed {
+			t.Fatal("malformed line carries a session id")
+		}
+	})
+}

@@ -1,0 +1,368 @@
+package agentproc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Profile defaults (P-PROF-6, D-PERM-1).
+const (
+	DefaultTimeout           = 1800 * time.Second
+	DefaultKillGrace         = 5 * time.Second
+	DefaultPermissionTimeout = 300 * time.Second
+)
+
+// Profile is a parsed AgentProc profile (YAML). Placeholders stay unexpanded
+// until Run. A zero Timeout, KillGrace or PermissionTimeout in a Profile built
+// in code means the default.
+type Profile struct {
+	Name              string            // optional label for logs
+	Path              string            // absolute path of the YAML file; "" when built in code
+	Command           string            // argv[0], one token, never split (P-PROF-1)
+	Args              []string          // argv[1..] (P-PROF-2)
+	Cwd               string            // "" = the bridge's cwd; relative = against the profile dir (P-PROF-4)
+	Env               map[string]string // values may use ${VAR} and placeholders
+	EnvAllowlist      []string          // nil = no allowlist; non-nil (even empty) = restricts ${VAR}
+	Timeout           time.Duration     // timeout_secs, default 1800s
+	KillGrace         time.Duration     // kill_grace_secs, default 5s
+	Streaming         bool
+	Permission        bool
+	PermissionTimeout time.Duration // permission_timeout_secs, default 300s, clamped to Timeout
+}
+
+// Dir returns the value of {{PROFILE_DIR}}: the directory holding the
+// profile file, or "" when the profile was not loaded from a file (P-PROF-3).
+func (p *Profile) Dir() string {
+	if p.Path == "" {
+		return ""
+	}
+	return filepath.Dir(p.Path)
+}
+
+// timeout returns the turn's wall-clock limit, applying the default.
+func (p *Profile) timeout() time.Duration {
+	if p.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return p.Timeout
+}
+
+// killGrace returns the SIGTERM→SIGKILL grace, applying the default.
+func (p *Profile) killGrace() time.Duration {
+	if p.KillGrace <= 0 {
+		return DefaultKillGrace
+	}
+	return p.KillGrace
+}
+
+// permissionTimeout returns how long a permission request may wait for an
+// answer: the default when unset, never longer than the turn (D-PERM-1).
+func (p *Profile) permissionTimeout() time.Duration {
+	d := p.PermissionTimeout
+	if d <= 0 {
+		d = DefaultPermissionTimeout
+	}
+	return min(d, p.timeout())
+}
+
+// LoadProfile reads and parses the profile file at path.
+func LoadProfile(path string) (*Profile, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("load profile %s: %w", path, err)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, fmt.Errorf("load profile: %w", err)
+	}
+	return ParseProfile(data, abs)
+}
+
+// yamlLineErr matches yaml.v3 syntax errors so they can be re-stated as
+// file:line like every other profile problem.
+var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// ParseProfile parses profile YAML strictly: unknown keys, wrong types, a
+// missing command and out-of-range numbers are all reported at once, joined
+// with errors.Join, each as "file:line: field: problem". path names the file
+// in errors and gives {{PROFILE_DIR}}; it is made absolute.
+func ParseProfile(data []byte, path string) (*Profile, error) {
+	name := path
+	if name == "" {
+		name = "profile"
+	}
+	p := &Profile{}
+	if path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("parse profile %s: %w", path, err)
+		}
+		p.Path = abs
+		p.Name = strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		msg := err.Error()
+		if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
+			return nil, fmt.Errorf("%s:%s: %s", name, m[1], m[2])
+		}
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(msg, "yaml: "))
+	}
+	pp := profileParser{file: name, p: p}
+	pp.parse(&doc)
+	if len(pp.errs) > 0 {
+		return nil, errors.Join(pp.errs...)
+	}
+	return p, nil
+}
+
+// profileParser walks the YAML node tree so every problem carries its line.
+type profileParser struct {
+	file string
+	p    *Profile
+	errs []error
+}
+
+func (pp *profileParser) errorf(line int, field, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if field != "" {
+		msg = field + ": " + msg
+	}
+	pp.errs = append(pp.errs, fmt.Errorf("%s:%d: %s", pp.file, line, msg))
+}
+
+func (pp *profileParser) parse(doc *yaml.Node) {
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		pp.errorf(1, "", "empty profile: command is required")
+		return
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		pp.errorf(root.Line, "", "profile must be a mapping of keys to values")
+		return
+	}
+	p := pp.p
+	var (
+		sawCommand, sawExecutor bool
+		timeoutSet, graceSet    bool
+		permTimeoutSet          bool
+	)
+	seen := map[string]int{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		key := k.Value
+		if prev, dup := seen[key]; dup {
+			pp.errorf(k.Line, key, "duplicate key (first set on line %d)", prev)
+			continue
+		}
+		seen[key] = k.Line
+		switch key {
+		case "name":
+			if s, ok := pp.str(v, key); ok {
+				p.Name = s
+			}
+		case "command":
+			sawCommand = true
+			if s, ok := pp.str(v, key); ok {
+				if s == "" {
+					pp.errorf(v.Line, key, "must not be empty")
+				}
+				p.Command = s
+			}
+		case "executor":
+			// In-process executors are SDK-specific (upstream spec); this
+			// bridge always spawns command, so the name is only accepted.
+			sawExecutor = true
+			pp.str(v, key)
+		case "args":
+			p.Args = pp.strList(v, key)
+			if p.Args == nil {
+				p.Args = []string{}
+			}
+		case "cwd":
+			if s, ok := pp.str(v, key); ok {
+				p.Cwd = s
+			}
+		case "env":
+			p.Env = pp.env(v)
+		case "env_allowlist":
+			if l := pp.strList(v, key); l != nil {
+				p.EnvAllowlist = l
+			} else {
+				p.EnvAllowlist = []string{}
+			}
+		case "timeout_secs":
+			timeoutSet = true
+			p.Timeout = pp.secs(v, key, false)
+		case "kill_grace_secs":
+			graceSet = true
+			p.KillGrace = pp.secs(v, key, true)
+			if p.KillGrace == 0 {
+				// Zero in code means the default, so an explicit 0 becomes
+				// the smallest grace: SIGKILL right after SIGTERM.
+				p.KillGrace = time.Nanosecond
+			}
+		case "permission_timeout_secs":
+			permTimeoutSet = true
+			p.PermissionTimeout = pp.secs(v, key, false)
+		case "streaming":
+			p.Streaming = pp.boolean(v, key)
+		case "permission":
+			p.Permission = pp.boolean(v, key)
+		default:
+			pp.errorf(k.Line, key, "unknown key")
+		}
+	}
+	if !sawCommand {
+		if sawExecutor {
+			pp.errorf(root.Line, "command", "is required (in-process executors are not supported, so command is needed)")
+		} else {
+			pp.errorf(root.Line, "command", "is required")
+		}
+	}
+	if !timeoutSet {
+		p.Timeout = DefaultTimeout
+	}
+	if !graceSet {
+		p.KillGrace = DefaultKillGrace
+	}
+	if !permTimeoutSet {
+		p.PermissionTimeout = DefaultPermissionTimeout
+	}
+	// D-PERM-1: the permission wait is never longer than the turn.
+	if p.Timeout > 0 && p.PermissionTimeout > p.Timeout {
+		p.PermissionTimeout = p.Timeout
+	}
+}
+
+// str accepts only a YAML string: a number where a path or a command is
+// expected is a mistake worth reporting.
+func (pp *profileParser) str(v *yaml.Node, field string) (string, bool) {
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
+		pp.errorf(v.Line, field, "must be a string, got %s", describe(v))
+		return "", false
+	}
+	return v.Value, true
+}
+
+// scalar accepts any non-null scalar as its literal text, for argv and env
+// values where `8080` or `true` plainly mean the string.
+func (pp *profileParser) scalar(v *yaml.Node, field string) (string, bool) {
+	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+		pp.errorf(v.Line, field, "must be a string, got %s", describe(v))
+		return "", false
+	}
+	return v.Value, true
+}
+
+func (pp *profileParser) strList(v *yaml.Node, field string) []string {
+	if v.Kind != yaml.SequenceNode {
+		pp.errorf(v.Line, field, "must be a list of strings, got %s", describe(v))
+		return nil
+	}
+	out := make([]string, 0, len(v.Content))
+	for i, e := range v.Content {
+		if s, ok := pp.scalar(e, fmt.Sprintf("%s[%d]", field, i)); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (pp *profileParser) env(v *yaml.Node) map[string]string {
+	if v.Kind != yaml.MappingNode {
+		pp.errorf(v.Line, "env", "must be a mapping of names to values, got %s", describe(v))
+		return nil
+	}
+	out := make(map[string]string, len(v.Content)/2)
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		name := k.Value
+		field := "env." + name
+		if k.Kind != yaml.ScalarNode || name == "" || strings.ContainsAny(name, "=\x00") {
+			pp.errorf(k.Line, "env", "invalid variable name %q", name)
+			continue
+		}
+		if _, dup := out[name]; dup {
+			pp.errorf(k.Line, field, "duplicate key")
+			continue
+		}
+		if s, ok := pp.scalar(val, field); ok {
+			if strings.ContainsRune(s, 0) {
+				pp.errorf(val.Line, field, "must not contain a NUL byte")
+				continue
+			}
+			out[name] = s
+		}
+	}
+	return out
+}
+
+func (pp *profileParser) boolean(v *yaml.Node, field string) bool {
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+		pp.errorf(v.Line, field, "must be true or false, got %s", describe(v))
+		return false
+	}
+	b, err := strconv.ParseBool(strings.ToLower(v.Value))
+	if err != nil {
+		pp.errorf(v.Line, field, "must be true or false, got %q", v.Value)
+	}
+	return b
+}
+
+// secs parses a number of seconds (integer or decimal).
+func (pp *profileParser) secs(v *yaml.Node, field string, zeroOK bool) time.Duration {
+	if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") {
+		pp.errorf(v.Line, field, "must be a number of seconds, got %s", describe(v))
+		return 0
+	}
+	f, err := strconv.ParseFloat(v.Value, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		pp.errorf(v.Line, field, "must be a number of seconds, got %q", v.Value)
+		return 0
+	}
+	switch {
+	case f < 0:
+		pp.errorf(v.Line, field, "must not be negative")
+		return 0
+	case f == 0 && !zeroOK:
+		pp.errorf(v.Line, field, "must be greater than zero")
+		return 0
+	case f > 10*365*24*3600:
+		pp.errorf(v.Line, field, "is too large")
+		return 0
+	}
+	return time.Duration(f * float64(time.Second))
+}
+
+// describe names a node's type for error messages.
+func describe(v *yaml.Node) string {
+	switch v.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	switch v.Tag {
+	case "!!null":
+		return "nothing"
+	case "!!int", "!!float":
+		return "a number (" + v.Value + ")"
+	case "!!bool":
+		return "a boolean (" + v.Value + ")"
+	case "!!str":
+		return fmt.Sprintf("a string (%q)", v.Value)
+	}
+	return v.Tag
+}
