@@ -1,0 +1,162 @@
+package agentproc
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParseProfile reads every field (P-PROF-1..8, D-PERM-1).
+func TestParseProfile(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       Profile
+	}{
+		{"defaults", "command: python3\n", Profile{
+			Name: "agent", Command: "python3", Timeout: DefaultTimeout, KillGrace: DefaultKillGrace, PermissionTimeout: DefaultPermissionTimeout,
+		}},
+		{"every field", `
+name: coder
+command: "/path with spaces/my agent"
+args: ["{{PROFILE_DIR}}/bridge.py", --port, 8080]
+cwd: work
+env:
+  MY_API_KEY: "${MY_API_KEY}"
+  DEBUG: 1
+env_allowlist: [MY_API_KEY]
+timeout_secs: 600
+kill_grace_secs: 2.5
+streaming: true
+permission: true
+permission_timeout_secs: 60
+`, Profile{
+			Name: "coder", Command: "/path with spaces/my agent", Args: []string{"{{PROFILE_DIR}}/bridge.py", "--port", "8080"},
+			Cwd: "work", Env: map[string]string{"MY_API_KEY": "${MY_API_KEY}", "DEBUG": "1"}, EnvAllowlist: []string{"MY_API_KEY"},
+			Timeout: 600 * time.Second, KillGrace: 2500 * time.Millisecond, Streaming: true, Permission: true, PermissionTimeout: time.Minute,
+		}},
+		{"permission timeout clamped to the turn", "command: x\ntimeout_secs: 10\n", Profile{
+			Name: "agent", Command: "x", Timeout: 10 * time.Second, KillGrace: DefaultKillGrace, PermissionTimeout: 10 * time.Second,
+		}},
+		{"empty allowlist restricts everything", "command: x\nargs: []\nenv_allowlist: []\nkill_grace_secs: 0\n", Profile{
+			Name: "agent", Command: "x", Args: []string{}, EnvAllowlist: []string{}, Timeout: DefaultTimeout, KillGrace: time.Nanosecond,
+			PermissionTimeout: DefaultPermissionTimeout,
+		}},
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent.yaml")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseProfile([]byte(tt.yaml), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.want.Path = path
+			if diff := cmp.Diff(&tt.want, got); diff != "" {
+				t.Errorf("profile (-want +got):\n%s", diff)
+			}
+			if got.Dir() != dir {
+				t.Errorf("Dir() = %q, want %q", got.Dir(), dir)
+			}
+		})
+	}
+}
+
+// TestParseProfileErrors: strict YAML, every problem at once, each naming
+// the file, the line and the field.
+func TestParseProfileErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"all at once", `args: python3 agent.py
+cwd: 12
+timeout_secs: -5
+kill_grace_secs: "soon"
+streaming: yes please
+permision: true
+env:
+  OK: fine
+  BAD: [1]
+`, []string{
+			"p.yaml:1: args: must be a list of strings, got a string (\"python3 agent.py\")",
+			"p.yaml:2: cwd: must be a string, got a number (12)",
+			"p.yaml:3: timeout_secs: must not be negative",
+			"p.yaml:4: kill_grace_secs: must be a number of seconds, got a string (\"soon\")",
+			"p.yaml:5: streaming: must be true or false, got a string (\"yes please\")",
+			"p.yaml:6: permision: unknown key",
+			"p.yaml:9: env.BAD: must be a string, got a list",
+			"p.yaml:1: command: is required",
+		}},
+		{"duplicate and zero timeout", "command: a\ncommand: b\ntimeout_secs: 0\n", []string{
+			"p.yaml:2: command: duplicate key (first set on line 1)",
+			"p.yaml:3: timeout_secs: must be greater than zero",
+		}},
+		{"empty command", "command: \"\"\n", []string{"p.yaml:1: command: must not be empty"}},
+		{"empty file", "", []string{"p.yaml:1: empty profile: command is required"}},
+		{"not a mapping", "- a\n", []string{"p.yaml:1: profile must be a mapping of keys to values"}},
+		{"syntax error", "command: [x\n", []string{"p.yaml:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseProfile([]byte(tt.yaml), "p.yaml")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			abs, _ := filepath.Abs("p.yaml")
+			got := strings.Split(strings.ReplaceAll(err.Error(), abs, "p.yaml"), "\n")
+			if tt.name == "syntax error" {
+				if len(got) != 1 || !strings.HasPrefix(got[0], "p.yaml:") || !strings.Contains(got[0], ":1: ") && !strings.Contains(got[0], ":2: ") {
+					t.Errorf("syntax error %q, want file:line", err)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadProfile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(path, []byte("command: ./agent\ncwd: .\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Path != path || p.Dir() != dir || p.Name != "p" {
+		t.Errorf("path %q dir %q name %q", p.Path, p.Dir(), p.Name)
+	}
+	if _, err := LoadProfile(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	if (&Profile{}).Dir() != "" {
+		t.Error("Dir of a profile built in code is not empty")
+	}
+}
+
+// FuzzParseProfile: no input crashes the parser, and an accepted profile
+// always has a command and positive limits.
+func FuzzParseProfile(f *testing.F) {
+	f.Add([]byte("command: python3\nargs: [a]\ntimeout_secs: 5\n"))
+	f.Add([]byte("command: x\nenv: {A: '${B}'}\nenv_allowlist: [B]\n"))
+	f.Add([]byte("command: &a x\nargs: *a\n"))
+	f.Add([]byte("{command: [1, 2]}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParseProfile(data, "f.yaml")
+		if err != nil {
+			return
+		}
+		if p.Command == "" || p.Timeout <= 0 || p.KillGrace <= 0 || p.PermissionTimeout <= 0 || p.PermissionTimeout > p.Timeout {
+			t.Fatalf("accepted profile %+v", p)
+		}
+	})
+}
