@@ -36,21 +36,23 @@ type builder struct {
 	pend     strings.Builder // coalesced text not yet made a token, so defusing sees whole runs
 	pendMode mode
 
-	styles [nStyles]int
-	links  int // enclosing links
-	quotes int // enclosing block quotes
-	lists  int // enclosing lists
+	styles   [nStyles]int
+	links    int  // enclosing links
+	quotes   int  // enclosing block quotes
+	degraded bool // a link became text to fit the budget
+	lists    int  // enclosing lists
 }
 
-// tokenize parses markdown once and builds the token stream for d.
-func tokenize(src string, d Dialect, budget int) []token {
+// tokenize parses markdown once and builds the token stream for d. degraded reports that a link was
+// rendered as text because its markup would take too much of budget.
+func tokenize(src string, d Dialect, budget int) (toks []token, degraded bool) {
 	src = strings.ToValidUTF8(src, "\uFFFD")
 	src = strings.ReplaceAll(src, "\x00", "\uFFFD")
 	b := &builder{d: d, src: []byte(src), budget: budget}
 	doc := md.Parser().Parse(text.NewReader(b.src))
 	b.blocks(doc, true)
 	b.flush()
-	return b.toks
+	return b.toks, b.degraded
 }
 
 func (b *builder) flush() {
@@ -62,8 +64,9 @@ func (b *builder) flush() {
 	lt := b.d == Plain || b.d == DiscordMarkdown
 	s = defuse(s, lt)
 	switch {
-	case b.pendMode == mCodeBlock && (b.d == SlackMrkdwn || b.d == DiscordMarkdown):
-		// A ``` inside code would end the fence early; a zero-width space keeps it literal.
+	case b.pendMode == mCodeBlock && b.d == DiscordMarkdown || b.pendMode != mCodeSpan && b.d == SlackMrkdwn:
+		// A ``` inside code would end the fence early, and Slack starts a code block at a ``` in
+		// text too; a zero-width space keeps it literal.
 		s = strings.ReplaceAll(s, "```", "``\u200b`")
 	case b.pendMode == mCodeSpan && (b.d == SlackMrkdwn || b.d == DiscordMarkdown):
 		// Neither Slack nor Discord can show a backtick inside inline code reliably.
@@ -92,9 +95,9 @@ func (b *builder) push(t token) {
 }
 
 func (b *builder) raw(s string, glue bool) { b.push(token{k: kRaw, s: s, glue: glue}) }
-func (b *builder) open(m *marker)         { b.push(token{k: kOpen, m: m}) }
-func (b *builder) close()                 { b.push(token{k: kClose}) }
-func (b *builder) nl(blank bool)          { b.push(token{k: kNL, blank: blank}) }
+func (b *builder) open(m *marker)          { b.push(token{k: kOpen, m: m}) }
+func (b *builder) close()                  { b.push(token{k: kClose}) }
+func (b *builder) nl(blank bool)           { b.push(token{k: kNL, blank: blank}) }
 
 // blocks renders parent's block children, separated by kBlock at the top level and by a line break
 // (blank line if blank) inside containers. Children that render nothing leave no separator.
@@ -552,7 +555,7 @@ func (b *builder) link(dest, labelText string, label func(), auto bool) {
 			m = &marker{open: `<a href="` + escapeAttr(u) + `">`, close: "</a>"}
 		}
 		if m != nil && b.budget > 0 && Length(m.open)+Length(m.close) > b.budget/4 {
-			m = nil
+			m, b.degraded = nil, true
 		}
 	}
 	if m == nil {

@@ -33,12 +33,21 @@ func Split(md string, d Dialect, max int) []string {
 	if max > 0 && max < minMax {
 		max = minMax
 	}
-	return split(tokenize(md, d, max), d, max)
+	toks, degraded := tokenize(md, d, max)
+	if degraded {
+		// Links were made text to save room; if everything fits anyway, keep them links.
+		whole, _ := tokenize(md, d, 0)
+		if r := split(whole, d, 0); len(r) == 1 && Length(r[0]) <= max {
+			return r
+		}
+	}
+	return split(toks, d, max)
 }
 
 // Render is Split without a limit: the whole rendering as one string.
 func Render(md string, d Dialect) string {
-	p := split(tokenize(md, d, 0), d, 0)
+	toks, _ := tokenize(md, d, 0)
+	p := split(toks, d, 0)
 	if len(p) == 0 {
 		return ""
 	}
@@ -67,8 +76,8 @@ func split(toks []token, d Dialect, max int) []string {
 	return out
 }
 
-// skip moves past what a piece must not start with: separators, the spaces of a word cut, and
-// markers that close before any content (which would leave an empty span).
+// skip moves past what a piece must not start with: separators, and markers that close before any
+// content (which would leave an empty span).
 func skip(toks []token, p pos, carry []*marker) (pos, []*marker) {
 	for p.t < len(toks) {
 		t := &toks[p.t]
@@ -76,13 +85,6 @@ func skip(toks []token, p pos, carry []*marker) (pos, []*marker) {
 		case t.k == kBlock, t.k == kNL && !t.mode.code():
 		case t.k == kClose && len(carry) > 0:
 			carry = carry[:len(carry)-1]
-		case t.k == kText && !t.mode.code():
-			for p.off < len(t.s) && isSpace(rune(t.s[p.off])) {
-				p.off++
-			}
-			if p.off < len(t.s) {
-				return p, carry
-			}
 		default:
 			return p, carry
 		}
@@ -94,10 +96,11 @@ func skip(toks []token, p pos, carry []*marker) (pos, []*marker) {
 // cut is a place a piece may end.
 type cut struct {
 	ok    bool
-	bytes int      // output length before the cut
-	p     pos      // where the next piece resumes
-	skip  bool     // the token at p is the separator cut at: resume after it
-	close string   // markup closing what is open at the cut
+	bytes int       // output length before the cut
+	p     pos       // where the next piece resumes
+	skip  bool      // the token at p is the separator cut at: resume after it
+	space bool      // a word cut before spaces: resume after them
+	close string    // markup closing what is open at the cut
 	stack []*marker // markers open at the cut, reopened by the next piece
 }
 
@@ -128,6 +131,16 @@ func piece(toks []token, d Dialect, max int, p pos, carry []*marker, bare bool) 
 				if c.skip {
 					next = pos{c.p.t + 1, 0}
 				}
+				if c.space && next.t < len(toks) && !toks[next.t].mode.code() {
+					t := &toks[next.t]
+					// A word cut drops the spaces it cut at.
+					for next.off < len(t.s) && isSpace(rune(t.s[next.off])) {
+						next.off++
+					}
+					if next.off == len(t.s) {
+						next = pos{next.t + 1, 0}
+					}
+				}
 				return string(e.out[:c.bytes]) + c.close, next, c.stack, true
 			}
 		}
@@ -150,6 +163,7 @@ func piece(toks []token, d Dialect, max int, p pos, carry []*marker, bare bool) 
 						class = cWord
 					}
 					e.record(&best[class], p, false)
+					best[class].space = class == cWord && !code
 				}
 				e.rune(r, t.mode)
 				p.off += size
