@@ -8,10 +8,6 @@ import (
 
 // Temporary stubs, replaced by their own files as they land.
 
-func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return errors.New("run: not built yet")
-}
-
 func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return errors.New("chat: not built yet")
 }

@@ -1,0 +1,20 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain for package main. When AGENTBRIDGE_TEST_AGENT is set, this test
+// binary is being re-executed as an AgentProc agent by a test (see
+// testAgent in run_test.go) and does only that; otherwise it runs the tests
+// with goroutine-leak checking. Other tests in this package may add agent
+// modes to testAgent, but should keep dispatching on the env var only.
+func TestMain(m *testing.M) {
+	if mode, ok := os.LookupEnv("AGENTBRIDGE_TEST_AGENT"); ok {
+		os.Exit(testAgent(mode))
+	}
+	goleak.VerifyTestMain(m)
+}

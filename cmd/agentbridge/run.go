@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"golang.org/x/term"
+
+	"github.com/agentbridge/agentbridge/core/agentproc"
+)
+
+const runUsage = `usage: agentbridge run --profile PATH [--session-id ID] [--session-name NAME]
+                       [--attach KIND=URL]... [--permission ask|allow|deny] [--json] MESSAGE|-
+
+Runs one AgentProc turn of the profile's agent. MESSAGE "-" reads the message
+from stdin. Output partials stream to stdout (thinking to stderr), errors go
+to stderr, and the exit status is the turn's (0, 1, 124, 130, 143, or the
+agent's own code).
+
+flags:
+`
+
+// runAttachments collects repeated --attach KIND=URL flags.
+type runAttachments []agentproc.Attachment
+
+func (a *runAttachments) String() string { return fmt.Sprint(len(*a)) }
+
+func (a *runAttachments) Set(v string) error {
+	kind, url, ok := strings.Cut(v, "=")
+	if !ok || kind == "" || url == "" {
+		return fmt.Errorf("want KIND=URL, got %q", v)
+	}
+	*a = append(*a, agentproc.Attachment{Kind: kind, URL: url})
+	return nil
+}
+
+// runJSON is the single object --json prints.
+type runJSON struct {
+	Reply     string           `json:"reply"`
+	SessionID string           `json:"session_id"`
+	Error     string           `json:"error"`
+	ExitCode  int              `json:"exit_code"`
+	Partials  []string         `json:"partials"`
+	Usage     *agentproc.Usage `json:"usage"`
+}
+
+// cmdRun runs one turn of an agent profile from the command line.
+func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, runUsage)
+		fs.PrintDefaults()
+	}
+	var (
+		profilePath = fs.String("profile", "", "AgentProc profile YAML `path` (required)")
+		sessionID   = fs.String("session-id", "", "agent session `id` to resume (default: a new session)")
+		sessionName = fs.String("session-name", "", "session `name` passed to the agent (default \"default\")")
+		permission  = fs.String("permission", "", "answer permission requests: `ask|allow|deny` (default ask on a terminal, deny otherwise)")
+		asJSON      = fs.Bool("json", false, "print one JSON object with the outcome instead of the reply")
+		attachments runAttachments
+	)
+	fs.Var(&attachments, "attach", "attach a file as `KIND=URL` (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitCode(2) // the flag package already printed the problem
+	}
+	if *profilePath == "" {
+		return usageErrorf("run: --profile is required")
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("run: want exactly one MESSAGE (or - for stdin), got %d arguments", fs.NArg())
+	}
+	mode := *permission
+	if mode == "" {
+		mode = "deny"
+		if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			mode = "ask"
+		}
+	}
+	if mode != "ask" && mode != "allow" && mode != "deny" {
+		return usageErrorf("run: --permission must be ask, allow or deny, got %q", mode)
+	}
+	message := fs.Arg(0)
+	if message == "-" {
+		if mode == "ask" && *permission == "ask" {
+			return usageErrorf("run: --permission ask needs stdin for answers, so the message cannot come from stdin")
+		}
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return fmt.Errorf("run: read message from stdin: %w", err)
+		}
+		message = strings.TrimSuffix(string(b), "\n")
+		if mode == "ask" { // stdin is used up: nothing left to ask on
+			mode = "deny"
+		}
+	}
+	turn := agentproc.Turn{Message: message, SessionID: *sessionID, SessionName: *sessionName, Attachments: attachments}
+	if turn.Message == "" && len(turn.Attachments) == 0 {
+		return usageErrorf("run: empty turn: give a message or an --attach (F-EMPTY-1)")
+	}
+	prof, err := agentproc.LoadProfile(*profilePath)
+	if err != nil {
+		return usageErrorf("run: %v", err)
+	}
+	// Protocol warnings (malformed lines, a changed session id) help
+	// whoever runs a profile by hand.
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	// Ctrl-C cancels main's ctx; the agent gets the stop sequence and the
+	// turn ends as 130 (D-STOP-1).
+	turnCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	stopInterrupt := context.AfterFunc(ctx, func() { cancel(agentproc.ErrInterrupted) })
+	defer stopInterrupt()
+
+	out := &runOutput{stdout: stdout, stderr: stderr, json: *asJSON}
+	var prompter *runPrompter
+	if mode == "ask" {
+		prompter = newRunPrompter(stdin, stderr)
+		defer prompter.close()
+	}
+	opts := agentproc.Options{
+		Log:             log,
+		CollectPartials: *asJSON,
+		OnEvent: func(e agentproc.Event) {
+			switch e.Kind {
+			case agentproc.EventPartial:
+				out.partial(e.Role, e.Text)
+			case agentproc.EventPermission:
+				switch mode {
+				case "allow":
+					_ = e.Request.Respond(agentproc.Decision{Allow: true})
+				case "deny":
+					_ = e.Request.Respond(agentproc.Decision{Message: "denied by agentbridge run --permission deny"})
+				case "ask":
+					prompter.ask(e.Request)
+				}
+			}
+		},
+	}
+	o, err := agentproc.Run(turnCtx, prof, turn, opts)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	out.finish()
+	if failure := o.Failure(); failure != "" {
+		fmt.Fprintln(stderr, "agentbridge: turn failed:", failure)
+	}
+	if *asJSON {
+		j := runJSON{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: o.ExitCode, Partials: o.Partials, Usage: o.Usage}
+		if j.Partials == nil {
+			j.Partials = []string{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(j); err != nil {
+			return fmt.Errorf("run: write json: %w", err)
+		}
+	} else {
+		if o.Reply != "" {
+			fmt.Fprint(stdout, o.Reply)
+			if !strings.HasSuffix(o.Reply, "\n") {
+				fmt.Fprintln(stdout)
+			}
+		}
+		if o.SessionID != "" {
+			fmt.Fprintln(stderr, "session:", o.SessionID)
+		}
+	}
+	if o.ExitCode != 0 {
+		return exitCode(o.ExitCode)
+	}
+	return nil
+}
+
+// runOutput writes streamed partials: output to stdout, other roles (e.g.
+// thinking) to stderr marked with their role.
+type runOutput struct {
+	stdout, stderr io.Writer
+	json           bool
+	mu             sync.Mutex
+	lastRole       string // role of the last chunk written, "" before any
+	stdoutOpen     bool   // stdout has a chunk without its final newline
+	stderrOpen     bool
+}
+
+func (w *runOutput) partial(role, text string) {
+	if w.json {
+		return // --json prints only the final object
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if role == "output" {
+		w.endStderr()
+		fmt.Fprint(w.stdout, text)
+		w.stdoutOpen = text != "" && !strings.HasSuffix(text, "\n") || (w.stdoutOpen && text == "")
+	} else {
+		if role != w.lastRole {
+			w.endStderr()
+			fmt.Fprintf(w.stderr, "[%s] ", role)
+		}
+		fmt.Fprint(w.stderr, text)
+		w.stderrOpen = true
+	}
+	w.lastRole = role
+}
+
+func (w *runOutput) endStderr() {
+	if w.stderrOpen {
+		fmt.Fprintln(w.stderr)
+		w.stderrOpen = false
+	}
+}
+
+// finish ends the streamed lines so what follows starts on its own line.
+func (w *runOutput) finish() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.endStderr()
+	if w.stdoutOpen {
+		fmt.Fprintln(w.stdout)
+		w.stdoutOpen = false
+	}
+}
+
+// runPrompter asks on the terminal about each permission request, one at a
+// time. Its goroutine reads answers from stdin; it is stopped by close.
+type runPrompter struct {
+	stderr   io.Writer
+	requests chan *agentproc.PermissionRequest
+	lines    chan string
+	done     chan struct{}
+	wg       sync.WaitGroup
+}
+
+func newRunPrompter(stdin io.Reader, stderr io.Writer) *runPrompter {
+	p := &runPrompter{
+		stderr:   stderr,
+		requests: make(chan *agentproc.PermissionRequest, 16),
+		lines:    make(chan string),
+		done:     make(chan struct{}),
+	}
+	// The line reader may stay blocked on a terminal read after the turn;
+	// it ends with the process (run exits right after). A reader that
+	// reaches EOF ends by itself.
+	go func() {
+		sc := bufio.NewScanner(stdin)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			case <-p.done:
+				return
+			}
+		}
+		close(p.lines)
+	}()
+	p.wg.Go(p.loop)
+	return p
+}
+
+// ask queues a request; it never blocks the runner's event goroutine.
+func (p *runPrompter) ask(r *agentproc.PermissionRequest) {
+	select {
+	case p.requests <- r:
+	default:
+		_ = r.Respond(agentproc.Decision{Message: "too many permission requests at once"})
+	}
+}
+
+func (p *runPrompter) loop() {
+	for {
+		var r *agentproc.PermissionRequest
+		select {
+		case r = <-p.requests:
+		case <-p.done:
+			return
+		}
+		select {
+		case <-r.Done(): // answered meanwhile (timeout, turn end)
+			continue
+		default:
+		}
+		desc := r.Description
+		if desc != "" {
+			desc = " — " + desc
+		}
+		fmt.Fprintf(p.stderr, "\npermission: %s%s\n  input: %s\nallow? [y/N] ", r.Tool, desc, r.Input)
+		select {
+		case line, ok := <-p.lines:
+			d := agentproc.Decision{Message: "denied by the user"}
+			if ok && isYes(line) {
+				d = agentproc.Decision{Allow: true}
+			}
+			if err := r.Respond(d); err != nil {
+				fmt.Fprintln(p.stderr, "(already answered:", describeAnswer(r)+")")
+			}
+		case <-r.Done():
+			fmt.Fprintln(p.stderr, "\n(", describeAnswer(r), ")")
+		case <-p.done:
+			return
+		}
+	}
+}
+
+func (p *runPrompter) close() {
+	close(p.done)
+	p.wg.Wait()
+}
+
+func isYes(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+func describeAnswer(r *agentproc.PermissionRequest) string {
+	d, src := r.Answer()
+	verdict := "denied"
+	if d.Allow {
+		verdict = "allowed"
+	}
+	switch src {
+	case agentproc.AnsweredByPermissionTimeout:
+		return verdict + ": no answer in time"
+	case agentproc.AnsweredByTurnEnd:
+		return verdict + ": the turn ended"
+	}
+	return verdict
+}

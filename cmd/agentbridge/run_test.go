@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// testAgent is the AgentProc agent the run tests start (the test binary,
+// re-executed; see TestMain). It returns the exit status.
+func testAgent(mode string) int {
+	in := bufio.NewReader(os.Stdin)
+	line, err := in.ReadString('\n')
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agent: no turn:", err)
+		return 3
+	}
+	var turn struct {
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal([]byte(line), &turn)
+	emit := func(v any) {
+		b, _ := json.Marshal(v)
+		os.Stdout.Write(append(b, '\n'))
+	}
+	type obj = map[string]any
+	switch mode {
+	case "echo":
+		emit(obj{"type": "result", "text": "you said: " + turn.Message, "session_id": "s-1",
+			"usage": obj{"input_tokens": 3, "output_tokens": 4, "cost_usd": 0.01}})
+	case "turn":
+		emit(obj{"type": "result", "text": strings.TrimSuffix(line, "\n")})
+	case "stream":
+		emit(obj{"type": "partial", "text": "hmm", "role": "thinking", "session_id": "s-2"})
+		emit(obj{"type": "partial", "text": "Hello "})
+		emit(obj{"type": "partial", "text": "world"})
+		emit(obj{"type": "result", "text": "Hello world"})
+	case "error":
+		emit(obj{"type": "partial", "text": "partly "})
+		emit(obj{"type": "error", "message": "quota exceeded", "session_id": "s-3"})
+	case "exit":
+		fmt.Fprintln(os.Stderr, "bash: line 1: ./missing.sh: No such file or directory")
+		return 5
+	case "perm":
+		emit(obj{"type": "permission_request", "request_id": "r1", "tool_name": "Bash", "input": obj{"command": "ls"}})
+		answer, err := in.ReadString('\n')
+		if err != nil {
+			answer = "ERR " + err.Error()
+		}
+		emit(obj{"type": "result", "text": strings.TrimSuffix(answer, "\n")})
+	case "hang":
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		emit(obj{"type": "partial", "text": "working"})
+		<-term
+		return 0
+	default:
+		fmt.Fprintln(os.Stderr, "agent: unknown mode", mode)
+		return 3
+	}
+	return 0
+}
+
+// writeProfile writes a profile running the test agent in mode.
+func writeProfile(t *testing.T, mode string, extra string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "agent.yaml")
+	body := fmt.Sprintf("command: %q\nenv:\n  AGENTBRIDGE_TEST_AGENT: %s\n  GORACE: atexit_sleep_ms=0\nstreaming: true\ntimeout_secs: 30\n%s", self, mode, extra)
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runCLI runs `agentbridge run ARGS...` as main would and returns the exit
+// status and both outputs.
+func runCLI(t *testing.T, ctx context.Context, stdin string, stdout *bytes.Buffer, args ...string) (int, string, string) {
+	t.Helper()
+	if stdout == nil {
+		stdout = &bytes.Buffer{}
+	}
+	var stderr bytes.Buffer
+	err := run(ctx, append([]string{"run"}, args...), strings.NewReader(stdin), stdout, &stderr)
+	code := exitStatus(err, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestRunJSON(t *testing.T) {
+	tests := []struct {
+		name, mode, extra string
+		args              []string
+		want              string
+		code              int
+	}{
+		{"result with usage", "echo", "", []string{"hi"},
+			`{"reply":"you said: hi","session_id":"s-1","error":"","exit_code":0,"partials":[],"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"reasoning_tokens":0,"duration_ms":0,"cost_usd":0.01}}` + "\n", 0},
+		{"streamed", "stream", "", []string{"hi"},
+			`{"reply":"","session_id":"s-2","error":"","exit_code":0,"partials":["hmm","Hello ","world"],"usage":null}` + "\n", 0},
+		{"error event", "error", "", []string{"hi"},
+			`{"reply":"","session_id":"s-3","error":"quota exceeded","exit_code":1,"partials":["partly "],"usage":null}` + "\n", 1},
+		{"agent exit code", "exit", "", []string{"hi"},
+			`{"reply":"","session_id":"","error":"","exit_code":5,"partials":[],"usage":null}` + "\n", 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--profile", writeProfile(t, tt.mode, tt.extra), "--json"}, tt.args...)
+			code, stdout, stderr := runCLI(t, context.Background(), "", nil, args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
+			}
+			if diff := cmp.Diff(tt.want, stdout); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if strings.Contains(stderr, "session:") {
+				t.Errorf("--json printed the session line: %q", stderr)
+			}
+		})
+	}
+}
+
+func TestRunText(t *testing.T) {
+	tests := []struct {
+		name, mode, stdin string
+		args              []string
+		code              int
+		stdout            string
+		stderr            []string
+	}{
+		{"reply", "echo", "", []string{"hi"}, 0, "you said: hi\n", []string{"session: s-1\n"}},
+		{"message from stdin", "echo", "from stdin\n", []string{"-"}, 0, "you said: from stdin\n", nil},
+		{"streaming", "stream", "", []string{"hi"}, 0, "Hello world\n", []string{"[thinking] hmm\n", "session: s-2\n"}},
+		{"error event", "error", "", []string{"hi"}, 1, "partly \n", []string{"turn failed: quota exceeded\n", "session: s-3\n"}},
+		{"exit with diagnosis", "exit", "", []string{"hi"}, 5, "",
+			[]string{"turn failed: the agent exited with status 5: agent script not found: ./missing.sh. Check the profile's command path.\n"}},
+		{"attachment only", "turn", "", []string{"--attach", "image=file:///tmp/a.png", "--session-id", "s-9", "--session-name", "work", ""}, 0,
+			`{"type":"turn","message":"","session_id":"s-9","session_name":"work","attachments":[{"kind":"image","url":"file:///tmp/a.png"}],"protocol_version":"0.4"}` + "\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--profile", writeProfile(t, tt.mode, "")}, tt.args...)
+			code, stdout, stderr := runCLI(t, context.Background(), tt.stdin, nil, args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
+			}
+			if diff := cmp.Diff(tt.stdout, stdout); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr %q does not contain %q", stderr, s)
+				}
+			}
+		})
+	}
+}
+
+// TestRunPermission: --permission allow|deny|ask answer the agent's request
+// (P-PERM-3, F-PERM-2).
+func TestRunPermission(t *testing.T) {
+	tests := []struct {
+		mode, stdin, want string
+	}{
+		{"allow", "", `{"type":"permission_response","request_id":"r1","behavior":"allow"}`},
+		{"deny", "", `{"type":"permission_response","request_id":"r1","behavior":"deny","message":"denied by agentbridge run --permission deny"}`},
+		{"ask", "y\n", `{"type":"permission_response","request_id":"r1","behavior":"allow"}`},
+		{"ask", "n\n", `{"type":"permission_response","request_id":"r1","behavior":"deny","message":"denied by the user"}`},
+		{"", "", `{"type":"permission_response","request_id":"r1","behavior":"deny","message":"denied by agentbridge run --permission deny"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode+strings.TrimSpace(tt.stdin), func(t *testing.T) {
+			t.Parallel()
+			args := []string{"--profile", writeProfile(t, "perm", "permission: true\n"), "--json"}
+			if tt.mode != "" {
+				args = append(args, "--permission", tt.mode)
+			}
+			code, stdout, stderr := runCLI(t, context.Background(), tt.stdin, nil, append(args, "do it")...)
+			var got runJSON
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 {
+				t.Fatalf("exit %d stdout %q stderr %q: %v", code, stdout, stderr, err)
+			}
+			if got.Reply != tt.want {
+				t.Errorf("agent read %s, want %s", got.Reply, tt.want)
+			}
+			if tt.mode == "ask" && !strings.Contains(stderr, "permission: Bash") {
+				t.Errorf("no prompt on stderr: %q", stderr)
+			}
+		})
+	}
+}
+
+// cancelOn cancels a context when the output contains a marker.
+type cancelOn struct {
+	bytes.Buffer
+	mu     sync.Mutex
+	marker string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOn) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.Buffer.Write(p)
+	if strings.Contains(w.Buffer.String(), w.marker) {
+		w.cancel()
+	}
+	return n, err
+}
+
+// TestRunInterrupt: Ctrl-C (main's ctx ending) stops the agent and exits
+// 130 (D-STOP-1).
+func TestRunInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &cancelOn{marker: "working", cancel: cancel}
+	var stderr bytes.Buffer
+	err := run(ctx, []string{"run", "--profile", writeProfile(t, "hang", ""), "hi"}, strings.NewReader(""), out, &stderr)
+	if code := exitStatus(err, &stderr); code != 130 {
+		t.Errorf("exit %d, want 130 (stderr %q)", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "turn failed: stopped") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+}
+
+// TestRunRefusals: usage mistakes, an empty turn (F-EMPTY-1; the profile's
+// command does not even exist, so a started agent would be 127) and a bad
+// profile all exit 2 with a clear message.
+func TestRunRefusals(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("command: x\ntimeout_secs: -1\nfoo: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nostart := filepath.Join(dir, "nostart.yaml")
+	if err := os.WriteFile(nostart, []byte("command: /nonexistent/agent\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		stdin string
+		args  []string
+		want  []string
+	}{
+		{"no profile", "", []string{"hi"}, []string{"--profile is required"}},
+		{"no message", "", []string{"--profile", nostart}, []string{"exactly one MESSAGE"}},
+		{"empty message", "", []string{"--profile", nostart, ""}, []string{"empty turn"}},
+		{"empty stdin", "\n", []string{"--profile", nostart, "-"}, []string{"empty turn"}},
+		{"bad permission", "", []string{"--profile", nostart, "--permission", "maybe", "hi"}, []string{"--permission must be ask, allow or deny"}},
+		{"bad attach", "", []string{"--profile", nostart, "--attach", "nourl", "hi"}, []string{"want KIND=URL"}},
+		{"missing profile", "", []string{"--profile", missing, "hi"}, []string{"missing.yaml", "no such file"}},
+		{"bad profile", "", []string{"--profile", bad, "hi"}, []string{bad + ":2: timeout_secs: must not be negative", bad + ":3: foo: unknown key"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, context.Background(), tt.stdin, nil, tt.args...)
+			if code != 2 || stdout != "" {
+				t.Errorf("exit %d stdout %q, want 2 and nothing", code, stdout)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr %q does not contain %q", stderr, s)
+				}
+			}
+		})
+	}
+}
