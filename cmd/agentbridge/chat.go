@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/agentbridge/agentbridge/adapters/console"
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/store"
+)
+
+// cmdChat is the terminal adapter: one local conversation, replies streamed
+// in place, permission prompts answered by typing a key.
+func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	profilePath := fs.String("profile", "", "agent profile YAML (default: the built-in demo agent)")
+	storePath := fs.String("store", "", "session store file (default: $XDG_STATE_HOME/agentbridge/chat.db)")
+	hideThinking := fs.Bool("hide-thinking", false, "hide the agent's thinking instead of showing it quoted")
+	verbose := fs.Bool("v", false, "log bridge activity to stderr")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: agentbridge chat [--profile PATH] [--store PATH] [--hide-thinking] [-v]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return exitCode(2)
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("chat takes no arguments; type your messages after it starts")
+	}
+
+	state, err := stateDir()
+	if err != nil && (*storePath == "" || *profilePath == "") {
+		return err
+	}
+	var prof *agentproc.Profile
+	if *profilePath == "" {
+		prof, err = demoProfile(state)
+	} else {
+		prof, err = agentproc.LoadProfile(*profilePath)
+	}
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if *storePath == "" {
+		*storePath = filepath.Join(state, "chat.db")
+	}
+	if err := os.MkdirAll(filepath.Dir(*storePath), 0o700); err != nil {
+		return fmt.Errorf("create store directory: %w", err)
+	}
+	st, err := store.Open(*storePath, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	level := slog.LevelError
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := newLogger(stderr, level, "text")
+	interactive := false
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		interactive = true
+	}
+	opts := console.Options{}
+	if interactive {
+		opts.Prompt = "you> "
+	}
+	adapter := console.New(stdin, stdout, opts)
+	eng := engine.New(st, &engine.Settings{
+		Platforms: map[string]engine.PlatformSettings{
+			adapter.Name(): {Scope: core.ScopeChannel, Prefix: "/", AllowUsers: []string{"*"}},
+		},
+		Profiles:       map[string]*agentproc.Profile{"chat": prof},
+		DefaultProfile: "chat",
+		Presenter: engine.PresenterSettings{
+			ShowThinking: !*hideThinking,
+			UsageFooter:  true,
+		},
+	}, engine.Options{Log: log})
+	h := eng.Handler(adapter)
+	if err := eng.Recover(ctx); err != nil {
+		log.Warn("could not report interrupted turns", "err", err)
+	}
+
+	who := "the built-in demo agent"
+	if *profilePath != "" {
+		who = *profilePath
+	}
+	fmt.Fprintf(stdout, "agentbridge chat with %s — sessions are kept in %s\nType /help for commands; Ctrl-D (end of input) quits.\n", who, *storePath)
+
+	runErr := adapter.Run(ctx, h)
+	// End of input: let the running turn finish (it may still be asking for
+	// permission, which can no longer be answered and times out). Ctrl-C:
+	// stop it now; its reply says so.
+	drain := context.Background()
+	var cancel context.CancelFunc = func() {}
+	if ctx.Err() != nil {
+		drain, cancel = context.WithTimeout(drain, 0)
+	} else {
+		drain, cancel = context.WithTimeout(drain, prof.Timeout+prof.KillGrace)
+	}
+	defer cancel()
+	eng.Shutdown(drain, prof.KillGrace+5*time.Second)
+	return runErr
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/store"
+)
+
+// adapterFactory builds a platform from the config, or reports that it is
+// not enabled (nil, nil).
+type adapterFactory func(cfg *config.Config, log *slog.Logger) (core.Platform, error)
+
+// adapters lists the chat adapters this build has, by config block name.
+// Wiring is explicit: no init-time registry.
+var adapters = map[string]adapterFactory{}
+
+// enabledPlatforms names the platforms the config turns on.
+func enabledPlatforms(cfg *config.Config) []string {
+	var names []string
+	for _, p := range []struct {
+		name string
+		on   bool
+	}{{"slack", cfg.Slack.Enabled}, {"discord", cfg.Discord.Enabled}, {"telegram", cfg.Telegram.Enabled}} {
+		if p.on {
+			names = append(names, p.name)
+		}
+	}
+	return names
+}
+
+// cmdServe runs every enabled adapter against one engine until SIGTERM or
+// SIGINT, then drains.
+func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file (YAML)")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return exitCode(2)
+	}
+	if *cfgPath == "" || fs.NArg() > 0 {
+		return usageErrorf("usage: agentbridge serve --config FILE")
+	}
+	cfg, err := config.Load(*cfgPath, nil)
+	if err != nil {
+		return usageError{fmt.Sprintf("invalid config:\n%v", err)}
+	}
+	log := newLogger(stderr, cfg.Log.SlogLevel(), cfg.Log.Format)
+	for _, w := range cfg.Warnings() {
+		log.Warn("config", "warning", w.Error())
+	}
+	profiles, err := loadProfiles(cfg)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+
+	var platforms []core.Platform
+	for _, name := range enabledPlatforms(cfg) {
+		build, ok := adapters[name]
+		if !ok {
+			return usageErrorf("%s is enabled in %s, but this build has no %s adapter yet", name, *cfgPath, name)
+		}
+		p, err := build(cfg, log.With("adapter", name))
+		if err != nil {
+			return fmt.Errorf("start %s adapter: %w", name, err)
+		}
+		platforms = append(platforms, p)
+	}
+	if len(platforms) == 0 {
+		return usageErrorf("no platform is enabled in %s: set enabled: true under slack, discord or telegram", *cfgPath)
+	}
+
+	st, err := store.Open(cfg.Store, store.Options{Log: log})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	eng := engine.New(st, engineSettings(cfg, profiles), engine.Options{Log: log})
+
+	var wg sync.WaitGroup
+	runCtx, stopAdapters := context.WithCancel(context.Background())
+	defer stopAdapters()
+	for _, p := range platforms {
+		h := eng.Handler(p)
+		wg.Go(func() { supervise(runCtx, log.With("adapter", p.Name()), p, h) })
+	}
+	if err := eng.Recover(ctx); err != nil {
+		log.Error("could not report all interrupted turns", "err", err)
+	}
+	if cfg.Metrics.Listen != "" {
+		srv, err := serveHealth(cfg.Metrics.Listen, eng, log)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
+	wg.Go(func() { reloadOnHUP(runCtx, *cfgPath, eng, log) })
+	log.Info("agentbridge serving", "platforms", enabledPlatforms(cfg), "store", cfg.Store)
+
+	<-ctx.Done()
+	log.Info("shutting down: draining running turns", "grace", cfg.ShutdownGrace)
+	drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	eng.Shutdown(drain, 15*time.Second)
+	stopAdapters()
+	wg.Wait()
+	return nil
+}
+
+// supervise keeps one adapter running, restarting it with backoff, so one
+// failing platform never stops the others.
+func supervise(ctx context.Context, log *slog.Logger, p core.Platform, h core.Handler) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := p.Run(ctx, h)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			backoff = time.Second // it was healthy for a while
+		}
+		log.Error("adapter stopped; restarting", "err", err, "backoff", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, 5*time.Minute)
+	}
+}
+
+// reloadOnHUP re-reads the config on SIGHUP and applies what can change
+// live (access lists, routes, profiles, presenter and queue settings). An
+// invalid file keeps the old config.
+func reloadOnHUP(ctx context.Context, path string, eng *engine.Engine, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		cfg, err := config.Load(path, nil)
+		if err != nil {
+			log.Error("config reload failed; keeping the old config", "err", err)
+			continue
+		}
+		profiles, err := loadProfiles(cfg)
+		if err != nil {
+			log.Error("config reload failed; keeping the old config", "err", err)
+			continue
+		}
+		eng.Reload(engineSettings(cfg, profiles))
+		log.Info("config reloaded (platform credentials and listeners apply after a restart)")
+	}
+}
+
+// serveHealth serves /healthz on a local listener.
+func serveHealth(addr string, eng *engine.Engine, log *slog.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", "err", err)
+		}
+	}()
+	return srv, nil
+}

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core"
+)
+
+// commands lists the bridge's own commands; anything else that starts with
+// the prefix goes to the agent, which may have commands of its own.
+var commands = map[string]string{
+	"new":      "start a fresh agent session in this conversation",
+	"stop":     "stop the running turn and cancel queued messages",
+	"status":   "show the running turn, the queue and the session",
+	"session":  "switch to (or create) the named session: session NAME",
+	"sessions": "list this conversation's sessions",
+	"help":     "show this help",
+	"whoami":   "show your user id, for the operator's allow list",
+}
+
+var commandOrder = []string{"new", "stop", "status", "session", "sessions", "help", "whoami"}
+
+// sessionName limits names to something safe to show and store.
+var sessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// parseCommand splits "/cmd arg" (or "/cmd@botname arg") when text starts
+// with prefix and names a bridge command.
+func parseCommand(text, prefix string) (cmd, arg string, ok bool) {
+	text = strings.TrimSpace(text)
+	if prefix == "" || !strings.HasPrefix(text, prefix) {
+		return "", "", false
+	}
+	word, rest, _ := strings.Cut(text[len(prefix):], " ")
+	word, _, _ = strings.Cut(word, "@") // Telegram appends @botname in groups
+	word = strings.ToLower(word)
+	if _, known := commands[word]; !known {
+		return "", "", false
+	}
+	return word, strings.TrimSpace(rest), true
+}
+
+func whoami(platform string, m core.Message) string {
+	name := ""
+	if m.From.Name != "" {
+		name = " (" + m.From.Name + ")"
+	}
+	return fmt.Sprintf("You are %s user %s%s, in chat %s.", platform, m.From.ID, name, m.Conv.Channel)
+}
+
+// command runs a bridge command; it reports false if the text should go to
+// the agent after all.
+func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, cmd, arg string) bool {
+	s := e.cfg()
+	ps := s.platform(p.Name())
+	reply := func(format string, args ...any) { e.say(ctx, p, m.Conv, fmt.Sprintf(format, args...)) }
+	switch cmd {
+	case "help":
+		var b strings.Builder
+		b.WriteString("Send a message and the agent answers here. Commands:\n")
+		for _, c := range commandOrder {
+			fmt.Fprintf(&b, "%s%s — %s\n", ps.Prefix, c, commands[c])
+		}
+		reply("%s", strings.TrimRight(b.String(), "\n"))
+	case "stop":
+		stopped, dropped := e.lanes.Stop(key, ErrStoppedByUser, true)
+		e.dropped(ctx, dropped, "⏹ Cancelled: /stop was sent before this message ran.")
+		switch {
+		case stopped && len(dropped) > 0:
+			reply("⏹ Stopping the running turn; also cancelled %d queued message(s).", len(dropped))
+		case stopped:
+			// The turn's own reply says "Stopped." once the agent is gone.
+		case len(dropped) > 0:
+			reply("⏹ Cancelled %d queued message(s).", len(dropped))
+		default:
+			reply("Nothing is running.")
+		}
+	case "new":
+		if e.busy(key) {
+			reply("A turn is still running: send %sstop first, or wait for it to finish.", ps.Prefix)
+			return true
+		}
+		name, _, err := e.session(ctx, key)
+		if err == nil {
+			err = e.store.ResetSession(ctx, key, name)
+		}
+		if err != nil {
+			e.log.ErrorContext(ctx, "reset session failed", "conv", m.Conv, "err", err)
+			reply("⚠️ Could not reset the session (storage error).")
+			return true
+		}
+		reply("🆕 Fresh session started (session %q). The agent will not remember earlier messages.", name)
+	case "session":
+		if arg == "" {
+			name, _, err := e.session(ctx, key)
+			if err != nil {
+				reply("⚠️ Could not read the session (storage error).")
+				return true
+			}
+			reply("Active session: %s. Switch with %ssession NAME.", name, ps.Prefix)
+			return true
+		}
+		if !sessionName.MatchString(arg) {
+			reply("Session names are 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit.")
+			return true
+		}
+		if e.busy(key) {
+			reply("A turn is still running: send %sstop first, or wait for it to finish.", ps.Prefix)
+			return true
+		}
+		_, exists, err := e.store.Session(ctx, key, arg)
+		if err == nil {
+			err = e.store.SetActiveSession(ctx, key, arg)
+		}
+		if err != nil {
+			reply("⚠️ Could not switch sessions (storage error).")
+			return true
+		}
+		if exists {
+			reply("Switched to session %s.", arg)
+		} else {
+			reply("Switched to new session %s.", arg)
+		}
+	case "sessions":
+		active, _, err := e.session(ctx, key)
+		var list []core.Session
+		if err == nil {
+			list, err = e.store.Sessions(ctx, key)
+		}
+		if err != nil {
+			reply("⚠️ Could not list sessions (storage error).")
+			return true
+		}
+		var b strings.Builder
+		b.WriteString("Sessions here:")
+		found := false
+		for _, ss := range list {
+			mark := "  "
+			if ss.Name == active {
+				mark, found = "▶ ", true
+			}
+			fmt.Fprintf(&b, "\n%s%s — %d turn(s)", mark, ss.Name, ss.Turns)
+			if !ss.UpdatedAt.IsZero() {
+				fmt.Fprintf(&b, ", last %s", ss.UpdatedAt.Format(time.DateTime))
+			}
+		}
+		if !found {
+			fmt.Fprintf(&b, "\n▶ %s — new", active)
+		}
+		reply("%s", b.String())
+	case "status":
+		reply("%s", e.status(ctx, key, m.Conv))
+	default:
+		return false
+	}
+	return true
+}
+
+func (e *Engine) busy(key core.ConversationKey) bool {
+	_, running, queued := e.lanes.Status(key)
+	return running || queued > 0
+}
+
+func (e *Engine) status(ctx context.Context, key, conv core.ConversationKey) string {
+	var b strings.Builder
+	r, running, queued := e.lanes.Status(key)
+	e.mu.Lock()
+	t := e.running[key]
+	e.mu.Unlock()
+	if running && t != nil {
+		t.mu.Lock()
+		fmt.Fprintf(&b, "▶ Running for %s (profile %s, session %s).", time.Since(r.Started).Round(time.Second), t.profileName, t.sessionName)
+		t.mu.Unlock()
+	} else {
+		b.WriteString("Idle: no turn is running.")
+	}
+	if queued > 0 {
+		fmt.Fprintf(&b, "\n⏳ %d message(s) queued.", queued)
+	}
+	name, sess, err := e.session(ctx, key)
+	if err != nil {
+		b.WriteString("\n⚠️ Session unavailable (storage error).")
+		return b.String()
+	}
+	id := sess.AgentID
+	if id == "" {
+		id = "(new — the agent has not assigned one yet)"
+	}
+	profile, _ := e.cfg().profileFor(conv)
+	fmt.Fprintf(&b, "\nSession %s: agent session id %s, %d turn(s). Profile: %s.", name, id, sess.Turns, profile)
+	return b.String()
+}

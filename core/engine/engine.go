@@ -1,0 +1,247 @@
+// Package engine is the conversation engine: it receives normalized messages
+// and button presses from adapters, drops duplicates, checks access, runs
+// commands, queues turns per conversation, runs each turn's agent through
+// the AgentProc runner, streams the reply through a stream.Presenter, turns
+// permission requests into buttons, and persists sessions through a
+// core.Store.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/lane"
+)
+
+// Causes a turn's context can be cancelled with.
+var (
+	// ErrStoppedByUser: a user sent the stop command.
+	ErrStoppedByUser = errors.New("stopped by user")
+	// ErrShuttingDown: the bridge is shutting down and the drain deadline passed.
+	ErrShuttingDown = errors.New("bridge shutting down")
+)
+
+// PlatformSettings are the per-platform parts of Settings.
+type PlatformSettings struct {
+	Scope      core.SessionScope // default thread
+	Prefix     string            // command prefix; default "/"
+	AllowUsers []string          // user ids; "*" allows anyone
+	AllowChats []string          // chat/channel ids whose members may all use the bot; "*" any
+	Approvers  []string          // user ids who may answer anyone's permission prompt
+	// MaxFileBytes limits each attachment the bridge downloads; default 20 MiB.
+	MaxFileBytes int64
+}
+
+// Settings are the engine's reloadable settings.
+type Settings struct {
+	Platforms      map[string]PlatformSettings // by platform name
+	Profiles       map[string]*agentproc.Profile
+	DefaultProfile string
+	// Route picks the profile name for a conversation; nil means always
+	// DefaultProfile.
+	Route      func(core.ConversationKey) string
+	QueueDepth int           // queued turns per conversation; default 5
+	DedupTTL   time.Duration // default 24h
+	Presenter  PresenterSettings
+}
+
+// PresenterSettings tune how replies stream.
+type PresenterSettings struct {
+	PlaceholderDelay time.Duration
+	ShowThinking     bool
+	UsageFooter      bool
+	MinEditInterval  time.Duration
+}
+
+// Options are the engine's fixed dependencies.
+type Options struct {
+	Log     *slog.Logger
+	Environ []string // the bridge's environment for profiles; nil → os.Environ()
+	TempDir string   // where per-turn attachment directories go; "" → os.TempDir()
+	// FinalTimeout bounds how long a finished turn keeps retrying to deliver
+	// its final text; default 2m.
+	FinalTimeout time.Duration
+}
+
+// Engine is the conversation engine. Create it with New, attach platforms
+// with Handler, call Recover once at start and Shutdown at the end.
+type Engine struct {
+	store core.Store
+	log   *slog.Logger
+	opts  Options
+
+	settings atomic.Pointer[Settings]
+	base     context.Context // outlives turns; cancelled by Shutdown's end
+	stop     context.CancelFunc
+	lanes    *lane.Lanes[core.ConversationKey]
+	draining atomic.Bool
+
+	mu        sync.Mutex
+	platforms map[string]core.Platform
+	running   map[core.ConversationKey]*turn // by lane key
+	queued    map[string]*turn               // by turn id, until it starts
+	prompts   map[string]*prompt             // by button token
+}
+
+// New returns an engine persisting through st.
+func New(st core.Store, s *Settings, opts Options) *Engine {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Environ == nil {
+		opts.Environ = os.Environ()
+	}
+	if opts.TempDir == "" {
+		opts.TempDir = os.TempDir()
+	}
+	if opts.FinalTimeout <= 0 {
+		opts.FinalTimeout = 2 * time.Minute
+	}
+	base, stop := context.WithCancel(context.Background())
+	e := &Engine{
+		store:     st,
+		log:       opts.Log,
+		opts:      opts,
+		base:      base,
+		stop:      stop,
+		platforms: map[string]core.Platform{},
+		running:   map[core.ConversationKey]*turn{},
+		queued:    map[string]*turn{},
+		prompts:   map[string]*prompt{},
+	}
+	e.Reload(s)
+	// Lanes get their own depth check; the lane package's limit is a backstop.
+	e.lanes = lane.New[core.ConversationKey](base, 100)
+	return e
+}
+
+// Reload swaps in new settings. Turns already running keep the profile they
+// started with.
+func (e *Engine) Reload(s *Settings) {
+	c := *s
+	if c.QueueDepth <= 0 {
+		c.QueueDepth = 5
+	}
+	if c.DedupTTL <= 0 {
+		c.DedupTTL = 24 * time.Hour
+	}
+	e.settings.Store(&c)
+}
+
+func (e *Engine) cfg() *Settings { return e.settings.Load() }
+
+// platformSettings returns the settings of platform name with defaults.
+func (s *Settings) platform(name string) PlatformSettings {
+	ps := s.Platforms[name]
+	if ps.Scope == "" {
+		ps.Scope = core.ScopeThread
+	}
+	if ps.Prefix == "" {
+		ps.Prefix = "/"
+	}
+	if ps.MaxFileBytes <= 0 {
+		ps.MaxFileBytes = 20 << 20
+	}
+	return ps
+}
+
+func (s *Settings) profileFor(conv core.ConversationKey) (string, *agentproc.Profile) {
+	name := s.DefaultProfile
+	if s.Route != nil {
+		if r := s.Route(conv); r != "" {
+			name = r
+		}
+	}
+	return name, s.Profiles[name]
+}
+
+// Handler registers p with the engine and returns the core.Handler its Run
+// delivers events to.
+func (e *Engine) Handler(p core.Platform) core.Handler {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.platforms[p.Name()] = p
+	return handler{e: e, p: p}
+}
+
+type handler struct {
+	e *Engine
+	p core.Platform
+}
+
+func (h handler) HandleMessage(ctx context.Context, m core.Message) { h.e.handleMessage(ctx, h.p, m) }
+func (h handler) HandleAction(ctx context.Context, a core.Action)   { h.e.handleAction(ctx, h.p, a) }
+
+// allowed reports whether user may talk to the bot in conv (deny by default).
+func (ps PlatformSettings) allowed(conv core.ConversationKey, user string) bool {
+	return listed(ps.AllowUsers, user) || listed(ps.AllowChats, conv.Channel)
+}
+
+// approver has no wildcard: letting anyone approve anyone's tool use would
+// defeat the prompt.
+func (ps PlatformSettings) approver(user string) bool {
+	return user != "" && user != "*" && slices.Contains(ps.Approvers, user)
+}
+
+func listed(list []string, id string) bool {
+	return id != "" && (slices.Contains(list, id) || slices.Contains(list, "*"))
+}
+
+func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Message) {
+	s := e.cfg()
+	ps := s.platform(p.Name())
+	log := e.log.With("conv", m.Conv)
+
+	if m.ID != "" {
+		seen, err := e.store.MarkSeen(ctx, p.Name(), m.ID, s.DedupTTL)
+		if err != nil {
+			// Without dedup a redelivery could run twice; refusing loses nothing
+			// the user cannot resend.
+			log.ErrorContext(ctx, "dedup check failed", "err", err)
+			e.say(ctx, p, m.Conv, "⚠️ The bridge could not record your message (storage error). Please try again.")
+			return
+		}
+		if seen {
+			log.DebugContext(ctx, "duplicate delivery dropped", "message", m.ID)
+			return
+		}
+	}
+
+	cmd, arg, isCmd := parseCommand(m.Text, ps.Prefix)
+	if isCmd && cmd == "whoami" {
+		// Answered before the access check: it is how a denied user learns the id to ask for.
+		e.say(ctx, p, m.Conv, whoami(p.Name(), m))
+		return
+	}
+	if !ps.allowed(m.Conv, m.From.ID) {
+		log.InfoContext(ctx, "access denied", "user", m.From.ID)
+		e.say(ctx, p, m.Conv, fmt.Sprintf("🔒 Sorry, you are not allowed to use this bot. Your %s user id is %s: ask the operator to add it to allow_users.", p.Name(), m.From.ID))
+		return
+	}
+	key := ps.Scope.SessionKey(m.Conv, m.From.ID)
+	if isCmd {
+		if e.command(ctx, p, m, key, cmd, arg) {
+			return
+		}
+	}
+	if e.draining.Load() {
+		e.say(ctx, p, m.Conv, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
+		return
+	}
+	e.enqueue(ctx, p, m, key, s)
+}
+
+func (e *Engine) say(ctx context.Context, p core.Platform, conv core.ConversationKey, text string) {
+	if _, err := p.Send(ctx, conv, core.Post{Text: text, Plain: true}); err != nil {
+		e.log.WarnContext(ctx, "send notice failed", "conv", conv, "err", err)
+	}
+}

@@ -1,0 +1,456 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/core/platformtest"
+	"github.com/agentbridge/agentbridge/core/render"
+	"github.com/agentbridge/agentbridge/store"
+)
+
+var (
+	conv  = core.ConversationKey{Platform: "fake", Workspace: "w", Channel: "c1", Thread: "t1"}
+	alice = core.User{ID: "alice", Name: "Alice"}
+	bob   = core.User{ID: "bob", Name: "Bob"}
+	boss  = core.User{ID: "boss", Name: "Boss"}
+)
+
+// harness is a running engine with a fake platform, a real bbolt store and
+// the test binary as its agent.
+type harness struct {
+	t      *testing.T
+	eng    *engine.Engine
+	plat   *platformtest.Platform
+	st     *store.Store
+	dbPath string
+	prof   *agentproc.Profile
+	cancel context.CancelFunc
+	done   chan struct{}
+	nextID atomic.Int64
+}
+
+func testProfile() *agentproc.Profile {
+	return &agentproc.Profile{
+		Name:              "test",
+		Command:           os.Args[0],
+		Args:              []string{"-test.run=^$"},
+		// The race detector sleeps 1s at exit by default; agents need not.
+		Env:               map[string]string{agentEnv: "1", "GORACE": "atexit_sleep_ms=0"},
+		Timeout:           30 * time.Second,
+		KillGrace:         300 * time.Millisecond,
+		Streaming:         true,
+		Permission:        true,
+		PermissionTimeout: 20 * time.Second,
+	}
+}
+
+func settings(prof *agentproc.Profile) *engine.Settings {
+	return &engine.Settings{
+		Platforms: map[string]engine.PlatformSettings{
+			"fake": {AllowUsers: []string{"alice", "bob"}, Approvers: []string{"boss"}},
+		},
+		Profiles:       map[string]*agentproc.Profile{"test": prof},
+		DefaultProfile: "test",
+		QueueDepth:     2,
+		Presenter:      engine.PresenterSettings{UsageFooter: true},
+	}
+}
+
+func newHarness(t *testing.T, dbPath string, tweak func(*engine.Settings)) *harness {
+	t.Helper()
+	if dbPath == "" {
+		dbPath = filepath.Join(t.TempDir(), "bridge.db")
+	}
+	st, err := store.Open(dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, st: st, dbPath: dbPath, prof: testProfile(), done: make(chan struct{})}
+	s := settings(h.prof)
+	if tweak != nil {
+		tweak(s)
+	}
+	lim := platformtest.DefaultLimits
+	lim.EditInterval = 20 * time.Millisecond
+	lim.Dialect = render.Plain
+	h.plat = platformtest.New("fake", lim)
+	h.eng = engine.New(st, s, engine.Options{TempDir: t.TempDir()})
+	handler := h.eng.Handler(h.plat)
+	if err := h.eng.Recover(t.Context()); err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() {
+		defer close(h.done)
+		h.plat.Run(ctx, handler)
+	}()
+	<-h.plat.Running()
+	t.Cleanup(h.close)
+	return h
+}
+
+// close shuts the engine down and closes the store; safe to call twice.
+func (h *harness) close() {
+	select {
+	case <-h.done:
+		return
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h.eng.Shutdown(ctx, 5*time.Second)
+	h.cancel()
+	<-h.done
+	h.st.Close()
+}
+
+func (h *harness) send(from core.User, text string) string {
+	// Ids are unique across harnesses: a restarted bridge shares the store's dedup memory.
+	id := fmt.Sprintf("%s-m%d", h.t.Name(), time.Now().UnixNano()+h.nextID.Add(1))
+	h.plat.Deliver(h.t.Context(), core.Message{Conv: conv, ID: id, From: from, Text: text})
+	return id
+}
+
+// waitText waits until some message in conv contains want, and returns it.
+func (h *harness) waitText(want string) platformtest.Message {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.t.Context(), 15*time.Second)
+	defer cancel()
+	var found platformtest.Message
+	ok := h.plat.Wait(ctx, func() bool {
+		for _, m := range h.plat.Messages(conv) {
+			if strings.Contains(m.Post.Text, want) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	if !ok {
+		h.t.Fatalf("no message contains %q; messages: %q", want, h.plat.Texts(conv))
+	}
+	return found
+}
+
+// idle waits until the engine runs nothing.
+func (h *harness) idle() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.t.Context(), 15*time.Second)
+	defer cancel()
+	if err := h.eng.Idle(ctx); err != nil {
+		h.t.Fatalf("engine not idle: %v; messages: %q", err, h.plat.Texts(conv))
+	}
+}
+
+func (h *harness) waitTextN(want string, n int) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.t.Context(), 15*time.Second)
+	defer cancel()
+	if !h.plat.Wait(ctx, func() bool { return h.count(want) >= n }) {
+		h.t.Fatalf("want %d messages containing %q; messages: %q", n, want, h.plat.Texts(conv))
+	}
+}
+
+func (h *harness) count(want string) int {
+	n := 0
+	for _, m := range h.plat.Messages(conv) {
+		if strings.Contains(m.Post.Text, want) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestTurnStreamsAndResumesSession(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "hello brave new world")
+	m := h.waitText("3 in / 5 out tokens")
+	if !strings.HasPrefix(m.Post.Text, "hello brave new world") {
+		t.Fatalf("reply = %q, want the streamed words then the usage footer", m.Post.Text)
+	}
+	if m.Edits == 0 {
+		t.Log("reply arrived in one post (the agent was faster than the cadence)")
+	}
+	// P-SID-1: the first session id is stored and sent back on the next turn.
+	sessions, err := h.st.Sessions(t.Context(), conv)
+	if err != nil || len(sessions) != 1 || !strings.HasPrefix(sessions[0].AgentID, "sess-") {
+		t.Fatalf("sessions = %+v, %v; want one with the agent's id", sessions, err)
+	}
+	h.send(alice, "again")
+	h.waitText("(resumed " + sessions[0].AgentID + ") again")
+}
+
+func TestSessionSurvivesBridgeRestart(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "first")
+	h.waitText("tokens")
+	sessions, _ := h.st.Sessions(t.Context(), conv)
+	h.close()
+
+	h2 := newHarness(t, h.dbPath, nil)
+	h2.send(alice, "second")
+	h2.waitText("(resumed " + sessions[0].AgentID + ") second")
+}
+
+func TestDuplicateDeliveryRunsOnce(t *testing.T) {
+	h := newHarness(t, "", nil)
+	m := core.Message{Conv: conv, ID: "dup-1", From: alice, Text: "only once"}
+	h.plat.Deliver(t.Context(), m)
+	h.plat.Deliver(t.Context(), m)
+	h.waitText("tokens")
+	h.idle()
+	if n := h.count("only once"); n != 1 {
+		t.Fatalf("%d replies to one message delivered twice; want 1", n)
+	}
+}
+
+func TestAccessDeniedGetsOneClearMessage(t *testing.T) {
+	h := newHarness(t, "", nil)
+	mallory := core.User{ID: "mallory"}
+	h.send(mallory, "hello")
+	h.waitText("not allowed")
+	// /whoami works before access is granted: it is how users learn their id.
+	h.send(mallory, "/whoami")
+	h.waitText("fake user mallory")
+	for _, c := range h.plat.CallsOf(platformtest.OpSend) {
+		if strings.Contains(c.Post.Text, "hello") {
+			t.Fatalf("an agent ran for a denied user: %q", c.Post.Text)
+		}
+	}
+	if n := h.count("not allowed"); n != 1 {
+		t.Errorf("%d denial messages, want 1", n)
+	}
+}
+
+func TestQueueBusyAndStop(t *testing.T) {
+	h := newHarness(t, "", nil) // queue depth 2
+	h.send(alice, "hang")
+	h.waitText("working")
+	h.send(alice, "queued one")
+	h.waitText("Queued — position 1")
+	h.send(bob, "queued two")
+	h.waitText("Queued — position 2")
+	h.send(alice, "one too many")
+	h.waitText("Busy")
+
+	h.send(alice, "/status")
+	h.waitText("Running for")
+	h.send(alice, "/stop")
+	h.waitText("also cancelled 2 queued")
+	h.waitText("working\n\n⏹ Stopped.")
+	h.waitTextN("Cancelled: /stop was sent", 2)
+	h.idle()
+	if n := h.count("queued one"); n != 1 { // only the user's own text in the notice? no: it never ran
+		t.Logf("queued message text appears %d times", n)
+	}
+}
+
+func TestStopKillsAgentThatIgnoresSIGTERM(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "ignore-term")
+	h.waitText("working")
+	start := time.Now()
+	h.send(alice, "/stop")
+	h.waitText("⏹ Stopped.")
+	// D-STOP-1: SIGKILL after the grace (300ms), not never.
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stop took %v", d)
+	}
+	h.send(alice, "next")
+	h.waitText("next")
+}
+
+func TestQueuedTurnRunsAfterCurrent(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "sleep:300")
+	h.send(alice, "after the sleep")
+	h.waitText("Queued — position 1")
+	h.waitText("after the sleep\n\n")
+	msgs := h.plat.Texts(conv)
+	iDone, iAfter := -1, -1
+	for i, m := range msgs {
+		if strings.HasPrefix(m, "done") {
+			iDone = i
+		}
+		if strings.Contains(m, "after the sleep") && !strings.HasPrefix(m, "⏳") {
+			iAfter = i
+		}
+	}
+	if iDone < 0 || iAfter < iDone {
+		t.Fatalf("replies out of order: %q", msgs)
+	}
+}
+
+func TestPermissionAllowDenyAndStranger(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "perm")
+	prompt := h.waitText("Permission needed")
+	if len(prompt.Post.Buttons) != 3 {
+		t.Fatalf("prompt buttons = %+v, want Allow / Deny / Allow for this session", prompt.Post.Buttons)
+	}
+	for _, b := range prompt.Post.Buttons {
+		if len(b.Value) > 64 {
+			t.Errorf("button value %q is over Telegram's 64 bytes", b.Value)
+		}
+	}
+	if !strings.Contains(prompt.Post.Text, "echo ok > f.txt") {
+		t.Errorf("prompt lacks the input preview: %q", prompt.Post.Text)
+	}
+	// D-PERM-2: a stranger's press is refused privately.
+	var replies []string
+	var mu sync.Mutex
+	reply := func(s string) { mu.Lock(); replies = append(replies, s); mu.Unlock() }
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: bob, Value: prompt.Post.Buttons[0].Value, Ref: prompt.Ref, Reply: reply})
+	mu.Lock()
+	if len(replies) != 1 || !strings.Contains(replies[0], "Only the person who asked") {
+		t.Fatalf("stranger got %q", replies)
+	}
+	mu.Unlock()
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: prompt.Post.Buttons[1].Value, Ref: prompt.Ref, Reply: reply})
+	h.waitText("deny:denied by Alice")
+	h.waitText("❌ Denied by Alice.")
+	// Pressing again after the answer changes nothing.
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: prompt.Post.Buttons[0].Value, Ref: prompt.Ref, Reply: reply})
+	mu.Lock()
+	if last := replies[len(replies)-1]; !strings.Contains(last, "no longer waiting") {
+		t.Errorf("late press got %q", last)
+	}
+	mu.Unlock()
+
+	// An approver may answer someone else's request.
+	h.send(alice, "perm")
+	h.waitTextN("Permission needed", 2)
+	p2 := h.plat.Messages(conv)
+	var pending platformtest.Message
+	for _, m := range p2 {
+		if len(m.Post.Buttons) > 0 {
+			pending = m
+		}
+	}
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: boss, Value: pending.Post.Buttons[0].Value, Ref: pending.Ref})
+	h.waitText("allow:")
+	h.waitText("✅ Allowed by Boss.")
+}
+
+func TestPermissionAllowForSessionIsRemembered(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "perm")
+	prompt := h.waitText("Permission needed")
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: prompt.Post.Buttons[2].Value, Ref: prompt.Ref})
+	h.waitText("Allowed for this session by Alice")
+	h.waitTextN("allow:", 1)
+	h.idle()
+	// D-PERM-3: the next request for Bash in this session is allowed without a prompt.
+	h.send(alice, "perm")
+	h.waitTextN("allow:", 2)
+	if n := h.count("Permission needed"); n != 1 {
+		t.Errorf("%d prompts; the second request should have been answered from the grant", n)
+	}
+	// /new forgets the grant.
+	h.idle()
+	h.send(alice, "/new")
+	h.waitText("Fresh session")
+	h.send(alice, "perm")
+	h.waitTextN("Permission needed", 2)
+}
+
+func TestPermissionTimeoutDenies(t *testing.T) {
+	prof := testProfile()
+	prof.PermissionTimeout = 300 * time.Millisecond
+	h := newHarness(t, "", func(s *engine.Settings) { s.Profiles["test"] = prof })
+	h.send(alice, "perm")
+	h.waitText("No answer in time — denied.")
+	h.waitText("deny:")
+}
+
+func TestAgentErrorShownAfterPartials(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "fail")
+	m := h.waitText("upstream exploded")
+	if !strings.HasPrefix(m.Post.Text, "partial before failing") {
+		t.Fatalf("reply = %q; the partials must stay first, the error after", m.Post.Text)
+	}
+}
+
+func TestSessionCommands(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "in default")
+	h.waitText("tokens")
+	h.idle()
+	h.send(alice, "/session work")
+	h.waitText("Switched to new session work.")
+	h.send(alice, "in work")
+	h.waitTextN("tokens", 2)
+	h.send(alice, "/sessions")
+	list := h.waitText("Sessions here:")
+	if !strings.Contains(list.Post.Text, "▶ work — 1 turn(s)") || !strings.Contains(list.Post.Text, "  default — 1 turn(s)") {
+		t.Errorf("/sessions = %q", list.Post.Text)
+	}
+	h.send(alice, "/session ../etc")
+	h.waitText("Session names are")
+	h.send(alice, "/help")
+	h.waitText("/whoami — show your user id")
+}
+
+func TestRestartMarksInterruptedTurns(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "bridge.db")
+	h := newHarness(t, dbPath, nil)
+	h.send(alice, "hang")
+	h.waitText("working")
+	// Simulate a crash: the journal still holds the running turn when the
+	// store is reopened by a new bridge. The old engine is left running so
+	// nothing cleans up; its store handle is closed first to free the lock.
+	entries, err := h.st.Journal(t.Context())
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("journal = %+v, %v; want the running turn", entries, err)
+	}
+	h.send(alice, "/stop")
+	h.waitText("Stopped.")
+	h.close()
+
+	// Put the entry back, as a crash would have left it.
+	st, err := store.Open(dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.JournalPut(t.Context(), entries[0]); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	h2 := newHarness(t, dbPath, nil)
+	// The new platform has no such message to edit, so the notice is sent.
+	h2.waitText("The bridge restarted while answering")
+	left, _ := h2.st.Journal(t.Context())
+	if len(left) != 0 {
+		t.Errorf("journal after recovery = %+v, want empty", left)
+	}
+	for _, c := range h2.plat.Calls() {
+		if strings.Contains(c.Post.Text, "working") {
+			t.Error("the interrupted turn was re-run")
+		}
+	}
+}
+
+func TestAttachmentsArePassedAsLocalFiles(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.plat.AddFile("secret-token-url", []byte("file body"))
+	h.plat.Deliver(t.Context(), core.Message{Conv: conv, ID: "att", From: alice, Text: "see file",
+		Attachments: []core.Attachment{{Kind: "file", Name: "notes.txt", Source: "secret-token-url"}}})
+	m := h.waitText("see file")
+	if !strings.Contains(m.Post.Text, `[notes.txt: "file body" <nil>]`) {
+		t.Fatalf("agent did not read the downloaded file: %q", m.Post.Text)
+	}
+}

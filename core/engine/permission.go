@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/render"
+)
+
+// Button choices, appended to a prompt's token in Button.Value.
+const (
+	choiceAllow   = "a"
+	choiceDeny    = "d"
+	choiceSession = "s"
+)
+
+// previewRunes bounds the tool input shown in a prompt.
+const previewRunes = 600
+
+// prompt is a permission request shown with buttons, waiting for an answer.
+type prompt struct {
+	req     *agentproc.PermissionRequest
+	turn    *turn
+	session string
+	ref     core.MessageRef
+	text    string // the prompt as sent, without buttons
+
+	mu      sync.Mutex
+	outcome string // who decided what; set once, by the first accepted press
+}
+
+// ask shows req as a prompt and waits until it is answered by anyone: a
+// press, the runner's permission timeout, or the end of the turn. It then
+// edits the prompt to say what happened and removes its buttons.
+func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentproc.PermissionRequest) {
+	log := e.log.With("conv", t.msg.Conv, "turn", t.id, "tool", req.Tool, "request", req.ID)
+	granted, err := e.store.Granted(ctx, t.key, session, req.Tool)
+	if err != nil {
+		log.WarnContext(ctx, "grant lookup failed; asking", "err", err)
+	}
+	if granted {
+		// D-PERM-3: allowed for this session earlier.
+		if err := req.Respond(agentproc.Decision{Allow: true}); err != nil && !errors.Is(err, agentproc.ErrAlreadyAnswered) {
+			log.WarnContext(ctx, "auto-allow failed", "err", err)
+		}
+		log.InfoContext(ctx, "permission auto-allowed for this session")
+		return
+	}
+
+	lim := t.plat.Limits()
+	token := newToken()
+	text := promptText(req, t.msg.From, lim)
+	buttons := []core.Button{
+		{Label: "Allow", Value: token + ":" + choiceAllow, Style: core.StylePrimary},
+		{Label: "Deny", Value: token + ":" + choiceDeny, Style: core.StyleDanger},
+		{Label: "Allow for this session", Value: token + ":" + choiceSession},
+	}
+	pr := &prompt{req: req, turn: t, session: session, text: text}
+	e.mu.Lock()
+	e.prompts[token] = pr
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.prompts, token)
+		e.mu.Unlock()
+	}()
+
+	ref, err := t.plat.Send(ctx, t.msg.Conv, core.Post{Text: text, Buttons: buttons})
+	if err != nil {
+		log.ErrorContext(ctx, "permission prompt could not be shown; denying", "err", err)
+		req.Respond(agentproc.Decision{Message: "the bridge could not show the permission prompt to the user"})
+		return
+	}
+	pr.ref = ref
+
+	<-req.Done()
+	d, source := req.Answer()
+	pr.mu.Lock()
+	outcome := pr.outcome
+	pr.mu.Unlock()
+	switch {
+	case source == agentproc.AnsweredByPermissionTimeout:
+		outcome = "⌛ No answer in time — denied."
+	case source == agentproc.AnsweredByTurnEnd:
+		outcome = "— The turn ended before an answer."
+	case outcome == "" && d.Allow:
+		outcome = "✅ Allowed."
+	case outcome == "":
+		outcome = "❌ Denied."
+	}
+	final := text + "\n\n" + render.Render(outcome, lim.Dialect)
+	if err := t.plat.Edit(ctx, ref, core.Post{Text: final}); err != nil && !errors.Is(err, core.ErrNotModified) {
+		log.WarnContext(ctx, "permission prompt could not be updated", "err", err)
+	}
+}
+
+func newToken() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// promptText renders the prompt for the platform: tool, description, and an
+// escaped, truncated preview of the input.
+func promptText(req *agentproc.PermissionRequest, from core.User, lim core.Limits) string {
+	var md strings.Builder
+	fmt.Fprintf(&md, "🔐 **Permission needed:** %s", render.EscapeMarkdown(req.Tool))
+	if req.Description != "" {
+		fmt.Fprintf(&md, "\n\n%s", render.EscapeMarkdown(req.Description))
+	}
+	if preview := inputPreview(req.Input); preview != "" {
+		// A fence of four backticks cannot be closed by the preview, which
+		// has no run of four (see inputPreview).
+		fmt.Fprintf(&md, "\n\n````\n%s\n````", preview)
+	}
+	who := from.Name
+	if who == "" {
+		who = from.ID
+	}
+	fmt.Fprintf(&md, "\n\nRequested for %s's message.", render.EscapeMarkdown(who))
+	max := lim.MaxText
+	if max <= 0 {
+		max = 4000
+	}
+	parts := render.Split(md.String(), lim.Dialect, max-200)
+	if len(parts) == 0 {
+		return render.EscapeMarkdown(req.Tool)
+	}
+	return parts[0]
+}
+
+func inputPreview(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "{}" || string(raw) == "null" {
+		return ""
+	}
+	// Re-encode without HTML escaping: agents written in Go send ">" as
+	// "\u003e", which a person should not have to read.
+	var v any
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if json.Unmarshal(raw, &v) != nil || enc.Encode(v) != nil {
+		buf.Reset()
+		buf.Write(raw)
+	}
+	s := strings.TrimSpace(buf.String())
+	s = strings.ReplaceAll(s, "````", "`\u200b`\u200b`\u200b`")
+	if r := []rune(s); len(r) > previewRunes {
+		s = string(r[:previewRunes]) + "\n… (truncated)"
+	}
+	return s
+}
+
+// handleAction answers a permission prompt from a button press.
+func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Action) {
+	token, choice, _ := strings.Cut(a.Value, ":")
+	e.mu.Lock()
+	pr := e.prompts[token]
+	e.mu.Unlock()
+	if pr == nil {
+		e.private(ctx, p, a, "This request is no longer waiting for an answer.")
+		return
+	}
+	t := pr.turn
+	ps := e.cfg().platform(p.Name())
+	// D-PERM-2: only the requester or an approver may answer.
+	if a.From.ID != t.msg.From.ID && !ps.approver(a.From.ID) {
+		e.log.InfoContext(ctx, "permission press refused", "conv", a.Conv, "user", a.From.ID)
+		e.private(ctx, p, a, "Only the person who asked, or an approver, can answer this request.")
+		return
+	}
+	who := a.From.Name
+	if who == "" {
+		who = a.From.ID
+	}
+	var d agentproc.Decision
+	var outcome string
+	switch choice {
+	case choiceAllow:
+		d, outcome = agentproc.Decision{Allow: true}, "✅ Allowed by "+who+"."
+	case choiceSession:
+		if err := e.store.Grant(ctx, t.key, pr.session, pr.req.Tool); err != nil {
+			e.log.ErrorContext(ctx, "grant failed", "err", err)
+			e.private(ctx, p, a, "⚠️ Could not remember the approval (storage error); allowing just this once.")
+		}
+		d, outcome = agentproc.Decision{Allow: true}, "✅ Allowed for this session by "+who+"."
+	case choiceDeny:
+		d, outcome = agentproc.Decision{Message: "denied by " + who}, "❌ Denied by "+who+"."
+	default:
+		e.private(ctx, p, a, "Unknown choice.")
+		return
+	}
+	pr.mu.Lock()
+	claimed := pr.outcome != ""
+	if !claimed {
+		pr.outcome = outcome
+	}
+	pr.mu.Unlock()
+	if claimed {
+		e.private(ctx, p, a, "This request was already answered.")
+		return
+	}
+	// Respond fails only if the timeout or the end of the turn answered
+	// first; ask reports that source, not this outcome.
+	if err := pr.req.Respond(d); err != nil {
+		e.private(ctx, p, a, "Too late: this request was already closed.")
+		return
+	}
+	if a.Reply != nil {
+		a.Reply(strings.TrimSuffix(outcome, "."))
+	}
+}
+
+// private tells the presser something only they should see, where the
+// platform allows; otherwise in the conversation.
+func (e *Engine) private(ctx context.Context, p core.Platform, a core.Action, text string) {
+	if a.Reply != nil {
+		a.Reply(text)
+		return
+	}
+	if n, ok := p.(core.Notifier); ok {
+		if err := n.Notify(ctx, a.Conv, a.From, text); err == nil {
+			return
+		}
+	}
+	e.say(ctx, p, a.Conv, text)
+}

@@ -1,0 +1,391 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/lane"
+	"github.com/agentbridge/agentbridge/core/stream"
+)
+
+// turn is one accepted message on its way through a lane.
+type turn struct {
+	id      string
+	plat    core.Platform
+	msg     core.Message
+	key     core.ConversationKey // lane and session key
+	started time.Time
+
+	// Set when the turn starts running.
+	mu          sync.Mutex
+	profileName string
+	sessionName string
+	agentID     string
+}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (e *Engine) enqueue(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, s *Settings) {
+	t := &turn{id: newID(), plat: p, msg: m, key: key}
+	// Depth is checked here, not in lanes, so a reload applies at once.
+	if _, running, queued := e.lanes.Status(key); running && queued >= s.QueueDepth {
+		e.say(ctx, p, m.Conv, fmt.Sprintf("🚦 Busy: %d messages are already waiting here. Please send this again when the current answer is done.", queued))
+		return
+	}
+	// Journal first: a crash after this point is reported on restart instead
+	// of losing the message silently.
+	entry := core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, Queued: true, StartedAt: time.Now()}
+	if err := e.store.JournalPut(ctx, entry); err != nil {
+		e.log.ErrorContext(ctx, "journal turn failed", "conv", m.Conv, "err", err)
+		e.say(ctx, p, m.Conv, "⚠️ The bridge could not record your message (storage error). Please try again.")
+		return
+	}
+	e.mu.Lock()
+	e.queued[t.id] = t
+	e.mu.Unlock()
+	pos, err := e.lanes.Enqueue(key, lane.Job{ID: t.id, Run: func(ctx context.Context) { e.run(ctx, t) }})
+	switch {
+	case errors.Is(err, lane.ErrFull):
+		e.forget(ctx, t)
+		e.say(ctx, p, m.Conv, "🚦 Busy: too many messages are waiting here. Please send this again when the current answer is done.")
+	case errors.Is(err, lane.ErrClosed):
+		e.forget(ctx, t)
+		e.say(ctx, p, m.Conv, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
+	case err != nil:
+		e.forget(ctx, t)
+		e.say(ctx, p, m.Conv, "⚠️ Could not queue your message: "+err.Error())
+	case pos > 0:
+		e.say(ctx, p, m.Conv, fmt.Sprintf("⏳ Queued — position %d. I'll answer when the current turn is done.", pos))
+	}
+}
+
+// forget drops a turn that will not run and clears its journal entry.
+func (e *Engine) forget(ctx context.Context, t *turn) {
+	e.mu.Lock()
+	delete(e.queued, t.id)
+	e.mu.Unlock()
+	if err := e.store.JournalDelete(context.WithoutCancel(ctx), t.id); err != nil {
+		e.log.WarnContext(ctx, "journal delete failed", "turn", t.id, "err", err)
+	}
+}
+
+// dropped tells the senders of queued turns that will not run why.
+func (e *Engine) dropped(ctx context.Context, jobs []lane.Job, why string) {
+	for _, j := range jobs {
+		e.mu.Lock()
+		t := e.queued[j.ID]
+		e.mu.Unlock()
+		if t == nil {
+			continue
+		}
+		e.forget(ctx, t)
+		e.say(ctx, t.plat, t.msg.Conv, why)
+	}
+}
+
+// run executes one turn on its lane's goroutine.
+func (e *Engine) run(ctx context.Context, t *turn) {
+	s := e.cfg()
+	m := t.msg
+	log := e.log.With("conv", m.Conv, "turn", t.id)
+	t.started = time.Now()
+	e.mu.Lock()
+	delete(e.queued, t.id)
+	e.running[t.key] = t
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.running, t.key)
+		e.mu.Unlock()
+		e.forget(ctx, t)
+	}()
+
+	// The reply must outlive the turn: a stopped turn still gets its
+	// "stopped" edit. FinalTimeout bounds it once the agent is done.
+	pctx, pcancel := context.WithCancel(e.base)
+	defer pcancel()
+	entry := core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.started}
+	if err := e.store.JournalPut(ctx, entry); err != nil {
+		log.WarnContext(ctx, "journal turn start failed", "err", err)
+	}
+
+	profileName, prof := s.profileFor(m.Conv)
+	if prof == nil {
+		log.ErrorContext(ctx, "no profile for conversation", "profile", profileName)
+		e.say(pctx, t.plat, m.Conv, fmt.Sprintf("⚠️ This conversation is routed to profile %q, which is not configured.", profileName))
+		return
+	}
+	sessName, sess, err := e.session(ctx, t.key)
+	if err != nil {
+		log.ErrorContext(ctx, "load session failed", "err", err)
+		e.say(pctx, t.plat, m.Conv, "⚠️ The bridge could not load this conversation's session (storage error).")
+		return
+	}
+	t.mu.Lock()
+	t.profileName, t.sessionName, t.agentID = profileName, sessName, sess.AgentID
+	t.mu.Unlock()
+
+	ps := s.Presenter
+	pres := stream.Start(pctx, t.plat, m.Conv, stream.Options{
+		PlaceholderDelay: ps.PlaceholderDelay,
+		ShowThinking:     ps.ShowThinking,
+		MinEditInterval:  ps.MinEditInterval,
+		Log:              log,
+		OnReply: func(ref core.MessageRef, placeholder bool) {
+			entry.Reply, entry.Placeholder = ref, placeholder
+			if err := e.store.JournalPut(pctx, entry); err != nil {
+				log.WarnContext(pctx, "journal reply failed", "err", err)
+			}
+		},
+	})
+
+	atts, notes, dir := e.download(ctx, t, s.platform(t.plat.Name()).MaxFileBytes)
+	if dir != "" {
+		defer os.RemoveAll(dir)
+	}
+	for _, n := range notes {
+		pres.Partial(stream.RoleOutput, "⚠️ "+n+"\n\n")
+	}
+	if m.Text == "" && len(atts) == 0 {
+		finish(log, pres, stream.Final{Notice: "Nothing to send to the agent: the message had no text and no attachment it could use."})
+		return
+	}
+
+	var wg sync.WaitGroup // permission prompts and the typing indicator
+	typingDone := make(chan struct{})
+	if ty, ok := t.plat.(core.Typer); ok {
+		wg.Go(func() { e.typing(ctx, ty, m.Conv, typingDone) })
+	}
+
+	log.InfoContext(ctx, "turn started", "profile", profileName, "session", sessName)
+	out, err := agentproc.Run(ctx, prof, agentproc.Turn{
+		Message:     m.Text,
+		SessionID:   sess.AgentID,
+		SessionName: sessName,
+		Attachments: atts,
+	}, agentproc.Options{
+		Log:     log,
+		Environ: e.opts.Environ,
+		OnEvent: func(ev agentproc.Event) {
+			switch ev.Kind {
+			case agentproc.EventPartial:
+				pres.Partial(ev.Role, ev.Text)
+			case agentproc.EventPermission:
+				wg.Go(func() { e.ask(pctx, t, sessName, ev.Request) })
+			}
+		},
+	})
+	close(typingDone)
+	wg.Wait()
+	if err != nil {
+		log.ErrorContext(ctx, "turn refused by runner", "err", err)
+		finish(log, pres, stream.Final{Error: err.Error()})
+		return
+	}
+	log.InfoContext(ctx, "turn finished", "exit_code", out.ExitCode, "duration", out.Duration, "stderr_tail", lastLine(out.Stderr))
+
+	// P-SID-5: the session id is kept even when the turn failed.
+	if err := e.saveSession(context.WithoutCancel(ctx), t.key, sessName, profileName, sess, out.SessionID); err != nil {
+		log.ErrorContext(ctx, "save session failed", "err", err)
+	}
+
+	stopAfter := time.AfterFunc(e.opts.FinalTimeout, pcancel)
+	defer stopAfter.Stop()
+	finish(log, pres, finalFor(out, s.Presenter.UsageFooter))
+}
+
+func finish(log *slog.Logger, pres *stream.Presenter, f stream.Final) {
+	if err := pres.Finish(f); err != nil {
+		// Logged loudly: this is the one way a reply can be lost.
+		log.Error("final reply could not be delivered", "err", err)
+	}
+}
+
+// finalFor turns a runner outcome into what the reply ends with.
+func finalFor(out agentproc.Outcome, footer bool) stream.Final {
+	var f stream.Final
+	if !out.PartialsSeen {
+		f.Reply = out.Reply
+	}
+	switch {
+	case out.TimedOut:
+		f.Notice = "⏱ " + out.Failure()
+	case out.Stopped != nil && errors.Is(out.Stopped, ErrShuttingDown):
+		f.Notice = "⏹ Stopped: the bridge is shutting down."
+	case out.Stopped != nil:
+		f.Notice = "⏹ Stopped."
+	case out.Failed():
+		f.Error = out.Failure()
+	}
+	if footer && out.Usage != nil {
+		f.Footer = usageLine(out.Usage, out.Duration)
+	}
+	return f
+}
+
+func usageLine(u *agentproc.Usage, d time.Duration) string {
+	var parts []string
+	if u.InputTokens > 0 || u.OutputTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d in / %d out tokens", u.InputTokens, u.OutputTokens))
+	}
+	if u.CostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f", u.CostUSD))
+	}
+	parts = append(parts, d.Round(100*time.Millisecond).String())
+	return strings.Join(parts, " · ")
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// session returns the lane key's active session name and its record.
+func (e *Engine) session(ctx context.Context, key core.ConversationKey) (string, core.Session, error) {
+	name, err := e.store.ActiveSession(ctx, key)
+	if err != nil {
+		return "", core.Session{}, err
+	}
+	if name == "" {
+		name = "default"
+	}
+	sess, _, err := e.store.Session(ctx, key, name)
+	if err != nil {
+		return "", core.Session{}, err
+	}
+	sess.Name = name
+	return name, sess, nil
+}
+
+func (e *Engine) saveSession(ctx context.Context, key core.ConversationKey, name, profile string, sess core.Session, agentID string) error {
+	// Re-read: /new may have reset the session while the turn ran.
+	cur, _, err := e.store.Session(ctx, key, name)
+	if err != nil {
+		return err
+	}
+	cur.Name, cur.Profile = name, profile
+	cur.Turns++
+	cur.UpdatedAt = time.Now()
+	if agentID != "" && cur.AgentID == sess.AgentID {
+		cur.AgentID = agentID
+	}
+	return e.store.PutSession(ctx, key, cur)
+}
+
+// typing keeps the platform's typing indicator on until done.
+func (e *Engine) typing(ctx context.Context, ty core.Typer, conv core.ConversationKey, done <-chan struct{}) {
+	const every = 4 * time.Second // Telegram's indicator lasts 5 s, Discord's 10 s
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if err := ty.Typing(ctx, conv); err != nil {
+			e.log.DebugContext(ctx, "typing indicator failed", "conv", conv, "err", err)
+		}
+		select {
+		case <-tick.C:
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// download fetches the message's attachments into a fresh directory and
+// returns them as file:// URLs, with a note for each one it could not use.
+func (e *Engine) download(ctx context.Context, t *turn, maxBytes int64) (atts []agentproc.Attachment, notes []string, dir string) {
+	if len(t.msg.Attachments) == 0 {
+		return nil, nil, ""
+	}
+	dl, ok := t.plat.(core.Downloader)
+	if !ok {
+		return nil, []string{"attachments are not supported on this platform yet; they were not passed to the agent"}, ""
+	}
+	dir, err := os.MkdirTemp(e.opts.TempDir, "agentbridge-turn-")
+	if err != nil {
+		return nil, []string{"could not store attachments: " + err.Error()}, ""
+	}
+	for i, a := range t.msg.Attachments {
+		name := safeName(a.Name, i)
+		if a.Size > maxBytes {
+			notes = append(notes, fmt.Sprintf("%s is %d bytes, over the %d byte limit; not passed to the agent", name, a.Size, maxBytes))
+			continue
+		}
+		path := filepath.Join(dir, name)
+		size, err := fetch(ctx, dl, a, path, maxBytes)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("could not download %s: %v", name, err))
+			continue
+		}
+		kind := a.Kind
+		if kind == "" {
+			kind = "file"
+		}
+		atts = append(atts, agentproc.Attachment{
+			Kind: kind,
+			URL:  (&url.URL{Scheme: "file", Path: path}).String(),
+			Name: a.Name, MIME: a.MIME, Size: size,
+		})
+	}
+	return atts, notes, dir
+}
+
+func fetch(ctx context.Context, dl core.Downloader, a core.Attachment, path string, maxBytes int64) (int64, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	err = dl.Download(ctx, a, f, maxBytes)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return 0, err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// safeName keeps a platform file name usable as one path element.
+func safeName(name string, i int) string {
+	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
+	name = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, name)
+	if name == "" || name == "." || name == ".." || name == "/" {
+		name = "attachment"
+	}
+	if len(name) > 100 {
+		name = name[len(name)-100:]
+	}
+	return fmt.Sprintf("%02d-%s", i+1, name)
+}

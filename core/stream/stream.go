@@ -1,0 +1,405 @@
+// Package stream presents one streamed agent reply on a chat platform. A
+// Presenter owns the reply: it posts when the first output arrives (or a
+// placeholder after a delay), edits at most at the platform's cadence while
+// coalescing partials so only the latest text is sent, waits out rate limits
+// and skips stale frames, continues in follow-up messages past the
+// platform's length limit, and always delivers the final text, retrying with
+// backoff until its context ends.
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/render"
+)
+
+// Options tune a Presenter.
+type Options struct {
+	// PlaceholderDelay is how long to wait for output before posting
+	// Placeholder; 0 disables the placeholder.
+	PlaceholderDelay time.Duration
+	// Placeholder is the text shown while the agent has produced nothing;
+	// default "thinking…".
+	Placeholder string
+	// ShowThinking shows the agent's "thinking" partials in a quote above the
+	// answer; otherwise they are hidden.
+	ShowThinking bool
+	// MinEditInterval is a floor on top of the platform's edit cadence.
+	MinEditInterval time.Duration
+	// OnReply, if set, is called from the presenter's goroutine when the
+	// first message of the reply is posted and when it stops being only the
+	// placeholder, so the caller can journal it.
+	OnReply func(ref core.MessageRef, placeholder bool)
+	Log     *slog.Logger
+}
+
+// Final is how a turn ended, for the last edit.
+type Final struct {
+	Reply  string // Markdown body, shown when nothing was streamed
+	Error  string // the agent's error, shown after the streamed text
+	Notice string // plain words about how the turn ended, e.g. "Stopped."
+	Footer string // e.g. token usage
+}
+
+// Role names for Partial.
+const (
+	RoleOutput   = "output"
+	RoleThinking = "thinking"
+)
+
+// thinkingTail bounds how much thinking text stays visible: reasoning can be
+// long, and the answer is what matters.
+const thinkingTail = 1200
+
+// retry bounds for failed platform calls (not rate limits, which say how
+// long to wait).
+const (
+	minBackoff = 500 * time.Millisecond
+	maxBackoff = 30 * time.Second
+)
+
+// Presenter streams one reply. Partial may be called from any goroutine;
+// Finish once, at the end.
+type Presenter struct {
+	plat core.Platform
+	conv core.ConversationKey
+	lim  core.Limits
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	output   strings.Builder
+	thinking strings.Builder
+	final    *Final
+
+	wake chan struct{} // capacity 1: a pending "something changed"
+	done chan struct{} // closed when the loop returns
+	err  error         // the loop's result, read after done
+}
+
+// Start begins presenting a reply in conv. ctx bounds every platform call,
+// including the final delivery: give it a lifetime that outlasts the turn
+// (a stopped turn still needs its "stopped" edit).
+func Start(ctx context.Context, p core.Platform, conv core.ConversationKey, opts Options) *Presenter {
+	if opts.Placeholder == "" {
+		opts.Placeholder = "thinking…"
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Presenter{
+		plat: p, conv: conv, lim: p.Limits(), opts: opts, log: log,
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		s.err = s.loop(ctx)
+	}()
+	return s
+}
+
+// Partial adds streamed text. role is RoleOutput or RoleThinking; other
+// roles are shown as output, since the protocol says they must be forwarded.
+func (s *Presenter) Partial(role, text string) {
+	if text == "" {
+		return
+	}
+	s.mu.Lock()
+	if role == RoleThinking {
+		s.thinking.WriteString(text)
+	} else {
+		s.output.WriteString(text)
+	}
+	s.mu.Unlock()
+	s.poke()
+}
+
+// Streamed reports whether any output text was streamed.
+func (s *Presenter) Streamed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.output.Len() > 0
+}
+
+// Finish sets how the turn ended and waits until the final text is
+// delivered or the context given to Start ends. It returns an error only if
+// the final text could not be delivered.
+func (s *Presenter) Finish(f Final) error {
+	s.mu.Lock()
+	s.final = &f
+	s.mu.Unlock()
+	s.poke()
+	<-s.done
+	return s.err
+}
+
+// Abandon stops the presenter without a final edit; used when the caller
+// gives up on the reply. It waits for the loop to end.
+func (s *Presenter) Abandon() {
+	s.mu.Lock()
+	if s.final == nil {
+		s.final = &Final{}
+	}
+	s.mu.Unlock()
+	s.poke()
+	<-s.done
+}
+
+func (s *Presenter) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sentMsg is what the platform shows for one message of the reply.
+type sentMsg struct {
+	ref   core.MessageRef
+	text  string
+	plain bool
+}
+
+// loop runs until the final text is on the platform or ctx ends.
+func (s *Presenter) loop(ctx context.Context) error {
+	var (
+		sent        []sentMsg
+		placeholder bool // sent[0] holds only the placeholder
+		plainMode   = s.lim.Dialect == render.Plain
+		maxText     = s.lim.MaxText
+		interval    = max(s.lim.EditInterval, s.opts.MinEditInterval)
+		lastOp      time.Time
+		notBefore   time.Time // rate limit or backoff
+		backoff     = minBackoff
+		start       = time.Now()
+	)
+	if maxText <= 0 {
+		maxText = 4000
+	}
+	for {
+		md, final := s.compose()
+		dialect := s.lim.Dialect
+		if plainMode {
+			dialect = render.Plain
+		}
+		var want []string
+		if md != "" {
+			want = render.Split(md, dialect, maxText)
+		}
+
+		// Pick the first message that differs from what the platform shows.
+		idx := -1
+		for i, text := range want {
+			if i >= len(sent) || sent[i].text != text || sent[i].plain != plainMode {
+				idx = i
+				break
+			}
+		}
+		var wantPlaceholder bool
+		if idx < 0 && len(want) == 0 && len(sent) == 0 && final == nil && s.opts.PlaceholderDelay > 0 {
+			if time.Since(start) >= s.opts.PlaceholderDelay {
+				wantPlaceholder = true
+			}
+		}
+
+		if idx < 0 && !wantPlaceholder {
+			if final != nil {
+				return nil
+			}
+			// Nothing to do until something changes (or the placeholder is due).
+			if err := s.idle(ctx, len(sent) == 0, start); err != nil {
+				return fmt.Errorf("present reply in %s: %w", s.conv, err)
+			}
+			continue
+		}
+
+		// Respect the cadence and any rate limit. New partials arriving
+		// meanwhile are coalesced: the text is recomputed after the wait.
+		waitUntil := notBefore
+		if next := lastOp.Add(interval); !lastOp.IsZero() && next.After(waitUntil) {
+			waitUntil = next
+		}
+		if d := time.Until(waitUntil); d > 0 {
+			if err := sleep(ctx, d); err != nil {
+				return fmt.Errorf("present reply in %s: %w", s.conv, err)
+			}
+			continue
+		}
+
+		var (
+			post   core.Post
+			err    error
+			isSend bool
+		)
+		switch {
+		case wantPlaceholder:
+			post = core.Post{Text: s.opts.Placeholder, Plain: true}
+			isSend = true
+		default:
+			post = core.Post{Text: want[idx], Plain: plainMode}
+			isSend = idx >= len(sent)
+		}
+		var ref core.MessageRef
+		if isSend {
+			ref, err = s.plat.Send(ctx, s.conv, post)
+		} else {
+			ref = sent[idx].ref
+			err = s.plat.Edit(ctx, ref, post)
+			if errors.Is(err, core.ErrNotModified) {
+				err = nil
+			}
+		}
+		lastOp = time.Now()
+
+		if err == nil {
+			backoff = minBackoff
+			m := sentMsg{ref: ref, text: post.Text, plain: post.Plain}
+			switch {
+			case wantPlaceholder:
+				sent = append(sent, m)
+				placeholder = true
+				s.reply(ref, true)
+			case isSend:
+				sent = append(sent, m)
+				if idx == 0 {
+					s.reply(ref, false)
+				}
+			default:
+				sent[idx] = m
+				if idx == 0 && placeholder {
+					placeholder = false
+					s.reply(ref, false)
+				}
+			}
+			continue
+		}
+
+		if ra, ok := core.RetryAfter(err); ok {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "reply rate limited", slog.Any("conv", s.conv), slog.Duration("retry_after", ra))
+			notBefore = time.Now().Add(ra)
+			continue
+		}
+		switch {
+		case errors.Is(err, core.ErrFormatting) && !plainMode:
+			s.log.LogAttrs(ctx, slog.LevelWarn, "platform rejected markup; resending as plain text", slog.Any("conv", s.conv), slog.Any("err", err))
+			plainMode = true
+			continue
+		case errors.Is(err, core.ErrMessageTooLong) && maxText > 200:
+			maxText = maxText * 3 / 4
+			s.log.LogAttrs(ctx, slog.LevelWarn, "platform said message too long; splitting smaller", slog.Any("conv", s.conv), slog.Int("max_text", maxText))
+			continue
+		case errors.Is(err, core.ErrNotFound) && !isSend:
+			// The message was deleted: continue the reply in new messages.
+			s.log.LogAttrs(ctx, slog.LevelWarn, "reply message gone; reposting", slog.Any("conv", s.conv))
+			sent = sent[:idx]
+			continue
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("present reply in %s: %w", s.conv, context.Cause(ctx))
+		}
+		s.log.LogAttrs(ctx, slog.LevelWarn, "reply delivery failed; retrying", slog.Any("conv", s.conv), slog.Duration("backoff", backoff), slog.Any("err", err))
+		notBefore = time.Now().Add(backoff)
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// idle waits for a change, or for the placeholder to fall due.
+func (s *Presenter) idle(ctx context.Context, noneSent bool, start time.Time) error {
+	var due <-chan time.Time
+	if noneSent && s.opts.PlaceholderDelay > 0 {
+		t := time.NewTimer(s.opts.PlaceholderDelay - time.Since(start))
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case <-s.wake:
+	case <-due:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+func (s *Presenter) reply(ref core.MessageRef, placeholder bool) {
+	if s.opts.OnReply != nil {
+		s.opts.OnReply(ref, placeholder)
+	}
+}
+
+// compose builds the Markdown source of the whole reply as it stands.
+func (s *Presenter) compose() (string, *Final) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	if s.opts.ShowThinking && s.thinking.Len() > 0 {
+		b.WriteString(quote(s.thinking.String()))
+	}
+	body := s.output.String()
+	if s.final != nil && body == "" {
+		body = s.final.Reply
+	}
+	appendBlock(&b, body)
+	if f := s.final; f != nil {
+		if f.Error != "" {
+			appendBlock(&b, "⚠️ **Error:** "+render.EscapeMarkdown(f.Error))
+		}
+		if f.Notice != "" {
+			appendBlock(&b, "_"+render.EscapeMarkdown(f.Notice)+"_")
+		}
+		if b.Len() == 0 {
+			appendBlock(&b, "_(the agent finished without a reply)_")
+		}
+		if f.Footer != "" {
+			appendBlock(&b, "_"+render.EscapeMarkdown(f.Footer)+"_")
+		}
+	}
+	return b.String(), s.final
+}
+
+func appendBlock(b *strings.Builder, block string) {
+	if strings.TrimSpace(block) == "" {
+		return
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n\n")
+	}
+	b.WriteString(block)
+}
+
+// quote renders thinking text as an escaped Markdown block quote, keeping
+// only its tail.
+func quote(thinking string) string {
+	thinking = strings.TrimSpace(thinking)
+	if r := []rune(thinking); len(r) > thinkingTail {
+		thinking = "…" + string(r[len(r)-thinkingTail:])
+	}
+	var b strings.Builder
+	for i, line := range strings.Split(thinking, "\n") {
+		if i == 0 {
+			b.WriteString("> 💭 ")
+		} else {
+			b.WriteString("\n> ")
+		}
+		b.WriteString(render.EscapeMarkdown(line))
+	}
+	return b.String()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

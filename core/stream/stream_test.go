@@ -1,0 +1,254 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/platformtest"
+	"github.com/agentbridge/agentbridge/core/render"
+	"github.com/agentbridge/agentbridge/core/stream"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var conv = core.ConversationKey{Platform: "fake", Channel: "c1"}
+
+func plainLimits(maxText int, interval time.Duration) core.Limits {
+	return core.Limits{MaxText: maxText, EditInterval: interval, Dialect: render.Plain}
+}
+
+// assertCadence fails if two platform writes of the reply came closer than
+// interval.
+func assertCadence(t *testing.T, p *platformtest.Platform, interval time.Duration) {
+	t.Helper()
+	var last time.Time
+	for _, c := range p.Calls() {
+		if c.Op != platformtest.OpSend && c.Op != platformtest.OpEdit {
+			continue
+		}
+		if !last.IsZero() && c.At.Sub(last) < interval {
+			t.Errorf("%s at +%v came %v after the previous write; cadence is %v", c.Op, c.At.Sub(last), c.At.Sub(last), interval)
+		}
+		last = c.At
+	}
+}
+
+func TestCoalescesPartialsWithinCadence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, time.Second))
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		var want strings.Builder
+		for i := range 100 {
+			word := "w" + string(rune('a'+i%26)) + " "
+			want.WriteString(word)
+			s.Partial(stream.RoleOutput, word)
+			time.Sleep(50 * time.Millisecond) // the agent's pace, in fake time
+		}
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		got := p.Texts(conv)
+		if len(got) != 1 || got[0] != strings.TrimSpace(want.String()) {
+			t.Fatalf("final messages = %q, want one message with all words", got)
+		}
+		writes := len(p.CallsOf(platformtest.OpSend)) + len(p.CallsOf(platformtest.OpEdit))
+		// 5 s of streaming at one write per second: about 6 writes, not 100.
+		if writes > 8 {
+			t.Errorf("%d platform writes for 100 partials over 5s; want coalescing to ~6", writes)
+		}
+		assertCadence(t, p, time.Second)
+	})
+}
+
+func TestRateLimitWaitsAndFinalIsIntact(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		s.Partial(stream.RoleOutput, "hello")
+		synctest.Wait()
+		p.RateLimit(platformtest.OpEdit, 3*time.Second, 1)
+		start := time.Now()
+		s.Partial(stream.RoleOutput, " world")
+		time.Sleep(200 * time.Millisecond)
+		s.Partial(stream.RoleOutput, "!")
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		edits := p.CallsOf(platformtest.OpEdit)
+		if len(edits) < 2 || edits[0].Err == nil {
+			t.Fatalf("edits = %+v, want a rate-limited edit then a successful one", edits)
+		}
+		// The retry waited Retry-After and sent the latest text, skipping the stale frame.
+		if retry := edits[1]; retry.At.Sub(start) < 3*time.Second || retry.Post.Text != "hello world!" {
+			t.Errorf("retry at +%v with %q; want ≥3s and the latest text", retry.At.Sub(start), retry.Post.Text)
+		}
+		if got := p.Texts(conv); len(got) != 1 || got[0] != "hello world!" {
+			t.Errorf("final = %q", got)
+		}
+	})
+}
+
+func TestOverflowContinuesInFollowUpMessages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(300, 100*time.Millisecond))
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		var paras []string
+		for i := range 12 {
+			para := strings.Repeat(string(rune('a'+i))+"x ", 30) // 90 chars each
+			paras = append(paras, strings.TrimSpace(para))
+			s.Partial(stream.RoleOutput, para+"\n\n")
+			time.Sleep(150 * time.Millisecond)
+		}
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		got := p.Texts(conv)
+		if len(got) < 4 {
+			t.Fatalf("got %d messages, want the 1,000+ characters split over at least 4", len(got))
+		}
+		all := strings.Join(got, "\n\n")
+		for _, para := range paras {
+			if !strings.Contains(all, para) {
+				t.Errorf("paragraph %q lost", para[:10])
+			}
+		}
+		for _, c := range p.Calls() {
+			if c.Err != nil {
+				t.Errorf("%s failed: %v", c.Op, c.Err)
+			}
+		}
+	})
+}
+
+func TestFinalDeliveredDespiteFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		s.Partial(stream.RoleOutput, "partial answer")
+		synctest.Wait()
+		boom := errors.New("502 bad gateway")
+		p.Fail(platformtest.OpEdit, boom, boom, boom)
+		if err := s.Finish(stream.Final{Error: "upstream rate limited"}); err != nil {
+			t.Fatal(err)
+		}
+		got := p.Texts(conv)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "partial answer") || !strings.Contains(got[0], "upstream rate limited") {
+			t.Fatalf("final = %q; want the partial text kept and the error after it", got)
+		}
+		if strings.Index(got[0], "partial answer") > strings.Index(got[0], "upstream") {
+			t.Error("error shown before the partials")
+		}
+	})
+}
+
+func TestPlaceholderThenContent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
+		var refs []bool
+		s := stream.Start(t.Context(), p, conv, stream.Options{
+			PlaceholderDelay: time.Second,
+			OnReply:          func(_ core.MessageRef, placeholder bool) { refs = append(refs, placeholder) },
+		})
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		if n := len(p.Calls()); n != 0 {
+			t.Fatalf("%d calls before the placeholder delay", n)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := p.Texts(conv); len(got) != 1 || got[0] != "thinking…" {
+			t.Fatalf("after delay: %q, want the placeholder", got)
+		}
+		s.Partial(stream.RoleOutput, "answer")
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Texts(conv); len(got) != 1 || got[0] != "answer" {
+			t.Fatalf("final %q: the placeholder must be replaced in place", got)
+		}
+		if len(refs) != 2 || !refs[0] || refs[1] {
+			t.Errorf("OnReply placeholder flags = %v, want [true false]", refs)
+		}
+	})
+}
+
+func TestFormattingRejectedFallsBackToPlain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := plainLimits(4096, 100*time.Millisecond)
+		lim.Dialect = render.TelegramHTML
+		p := platformtest.New("fake", lim)
+		p.Fail(platformtest.OpSend, core.ErrFormatting)
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		s.Partial(stream.RoleOutput, "**bold** and <tag>")
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		msgs := p.Messages(conv)
+		if len(msgs) != 1 || !msgs[0].Post.Plain || !strings.Contains(msgs[0].Post.Text, "bold") {
+			t.Fatalf("messages = %+v, want one plain-text message", msgs)
+		}
+	})
+}
+
+func TestThinkingShownApartOrHidden(t *testing.T) {
+	for _, show := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
+			s := stream.Start(t.Context(), p, conv, stream.Options{ShowThinking: show})
+			s.Partial(stream.RoleThinking, "pondering deeply")
+			s.Partial(stream.RoleOutput, "The answer is 42.")
+			if err := s.Finish(stream.Final{}); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(p.Texts(conv), "\n")
+			if strings.Contains(got, "pondering") != show {
+				t.Errorf("ShowThinking=%v: %q", show, got)
+			}
+			if show && strings.Index(got, "pondering") > strings.Index(got, "42") {
+				t.Errorf("thinking should come before the answer: %q", got)
+			}
+			if !strings.Contains(got, "The answer is 42.") {
+				t.Errorf("answer missing: %q", got)
+			}
+		})
+	}
+}
+
+func TestReplyUsedWhenNothingStreamedAndNoticeShown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		if err := s.Finish(stream.Final{Reply: "one-shot body", Notice: "Stopped.", Footer: "12 tokens"}); err != nil {
+			t.Fatal(err)
+		}
+		got := p.Texts(conv)
+		if len(got) != 1 || !strings.Contains(got[0], "one-shot body") || !strings.Contains(got[0], "Stopped.") || !strings.Contains(got[0], "12 tokens") {
+			t.Fatalf("final = %q", got)
+		}
+	})
+}
+
+func TestFinishReturnsErrorWhenContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		errs := make([]error, 100)
+		for i := range errs {
+			errs[i] = errors.New("down")
+		}
+		p.Fail(platformtest.OpSend, errs...)
+		s := stream.Start(ctx, p, conv, stream.Options{})
+		s.Partial(stream.RoleOutput, "x")
+		if err := s.Finish(stream.Final{}); err == nil {
+			t.Fatal("Finish = nil although every send failed until the deadline")
+		}
+	})
+}
