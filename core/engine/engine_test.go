@@ -42,9 +42,9 @@ type harness struct {
 
 func testProfile() *agentproc.Profile {
 	return &agentproc.Profile{
-		Name:              "test",
-		Command:           os.Args[0],
-		Args:              []string{"-test.run=^$"},
+		Name:    "test",
+		Command: os.Args[0],
+		Args:    []string{"-test.run=^$"},
 		// The race detector sleeps 1s at exit by default; agents need not.
 		Env:               map[string]string{agentEnv: "1", "GORACE": "atexit_sleep_ms=0"},
 		Timeout:           30 * time.Second,

@@ -1,3 +1,0 @@
-package main
-
-// Temporary stubs, replaced by their own files as they land.
