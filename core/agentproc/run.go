@@ -812,6 +812,7 @@ func clip(b []byte, n int) string {
 type tailBuffer struct {
 	max int
 	buf []byte
+	cut bool // the start of the stream was dropped
 }
 
 func (t *tailBuffer) readFrom(r io.Reader) {
@@ -821,6 +822,7 @@ func (t *tailBuffer) readFrom(r io.Reader) {
 		t.buf = append(t.buf, chunk[:n]...)
 		if len(t.buf) > 2*t.max {
 			t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+			t.cut = true
 		}
 		if err != nil {
 			return
@@ -831,8 +833,8 @@ func (t *tailBuffer) readFrom(r io.Reader) {
 // String returns the tail, starting at a rune boundary.
 func (t *tailBuffer) String() string {
 	b := t.buf
-	if len(b) > t.max {
-		b = b[len(b)-t.max:]
+	if len(b) > t.max || t.cut {
+		b = b[max(0, len(b)-t.max):]
 		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
 			b = b[1:]
 		}
