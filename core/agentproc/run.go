@@ -112,6 +112,8 @@ type Outcome struct {
 	Stderr    string // last 64 KiB of stderr
 	Diagnosis string // diagnostics.json hint, or e.g. `agent command "claude" not found on PATH`
 	// PartialsSeen reports whether any partial was forwarded (so the caller knows the reply body was streamed).
+	// Only output partials count: thinking (or other non-output roles) is not the body, so a turn that
+	// streamed only its reasoning still has its result text in Reply. Reply != "" implies !PartialsSeen.
 	PartialsSeen bool
 
 	// Errored reports whether the agent sent an error event (its message may be "").
@@ -460,7 +462,7 @@ func (r *runner) finish(a *assembler, stderr string, waitErr error) {
 	o.Stderr = stderr
 	o.SessionID = a.sessionID
 	o.Partials = a.partials
-	o.PartialsSeen = a.partialsSeen
+	o.PartialsSeen = a.outputSeen
 	o.Usage = a.usage
 	o.Errored = a.errored
 	o.Error = a.errMsg
@@ -619,15 +621,14 @@ type assembler struct {
 	log  *slog.Logger
 	ts   *turnState
 
-	sessionID    string
-	partials     []string
-	partialsSeen bool
-	outputSeen   bool
-	resultSeen   bool
-	resultText   string
-	errored      bool
-	errMsg       string
-	usage        *Usage
+	sessionID  string
+	partials   []string
+	outputSeen bool // an output partial was forwarded: the body was streamed
+	resultSeen bool
+	resultText string
+	errored    bool
+	errMsg     string
+	usage      *Usage
 }
 
 // read reads stdout line by line with bounded memory: a line longer than
@@ -706,7 +707,6 @@ func (a *assembler) handle(line []byte) {
 		if role == "" {
 			role = "output"
 		}
-		a.partialsSeen = true
 		if role == "output" {
 			a.outputSeen = true
 		}

@@ -613,7 +613,7 @@ func TestStreamingRoles(t *testing.T) {
 	})})
 	var roles []string
 	o := run(t, context.Background(), p, Turn{Message: "m"}, Options{OnEvent: func(e Event) { roles = append(roles, e.Role) }})
-	if o.Reply != "the body" || !o.PartialsSeen || o.Partials != nil {
+	if o.Reply != "the body" || o.PartialsSeen || o.Partials != nil {
 		t.Errorf("reply %q partialsSeen %v partials %q", o.Reply, o.PartialsSeen, o.Partials)
 	}
 	if diff := cmp.Diff([]string{"thinking"}, roles); diff != "" {
