@@ -201,9 +201,9 @@ func (b *builder) codeBlock(lang string, lines []string) {
 		m = &marker{open: "```" + lang, close: "```", block: true}
 	case TelegramHTML:
 		if lang != "" {
-			m = &marker{open: `<pre><code class="language-` + escapeAttr(lang) + `">`, close: "</code></pre>"}
+			m = &marker{open: `<pre><code class="language-` + escapeAttr(lang) + `">`, close: "</code></pre>", verbatim: true}
 		} else {
-			m = &marker{open: "<pre>", close: "</pre>"}
+			m = &marker{open: "<pre>", close: "</pre>", verbatim: true}
 		}
 	default:
 		m = &marker{}

@@ -142,6 +142,15 @@ func TestRender(t *testing.T) {
 			TelegramHTML:    "<blockquote>Note:\n\n• a\n• b</blockquote>",
 		},
 	}, {
+		name: "code in list item",
+		md:   "1. Run:\n   ```sh\n   go test\n   go vet\n   ```\n2. Done",
+		want: want{
+			Plain:           "1. Run:\n   go test\n   go vet\n2. Done",
+			SlackMrkdwn:     "1. Run:\n   ```\n   go test\n   go vet\n   ```\n2. Done",
+			DiscordMarkdown: "1. Run:\n   ```sh\n   go test\n   go vet\n   ```\n2. Done",
+			TelegramHTML:    "1. Run:\n<pre><code class=\"language-sh\">go test\ngo vet</code></pre>\n2. Done",
+		},
+	}, {
 		name: "cjk and emoji",
 		md:   "日本語の**テキスト**と絵文字 👩‍💻🎉",
 		want: want{

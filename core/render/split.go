@@ -287,6 +287,9 @@ func (e *emitter) sync() {
 func prefixOf(st []entry) string {
 	var sb strings.Builder
 	for _, en := range st {
+		if en.on && en.m.verbatim {
+			sb.Reset()
+		}
 		if en.on {
 			sb.WriteString(en.m.prefix)
 		}

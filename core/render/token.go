@@ -30,6 +30,7 @@ type marker struct {
 	open, close string
 	prefix      string // written at the start of every line while open (quotes, list indentation)
 	block       bool   // open and close stand on lines of their own (``` fences)
+	verbatim    bool   // no line prefixes inside (Telegram <pre>: indentation would become code)
 }
 
 // token is one element of the rendered stream.
