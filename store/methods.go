@@ -65,7 +65,7 @@ func (s *Store) Session(ctx context.Context, conv core.ConversationKey, name str
 
 // PutSession creates or replaces conv's session sess.Name.
 func (s *Store) PutSession(ctx context.Context, conv core.ConversationKey, sess core.Session) error {
-	return s.update(ctx, "put session", func(tx *bolt.Tx) error {
+	return s.batch(ctx, "put session", func(tx *bolt.Tx) error {
 		return putSession(tx, conv, sess)
 	})
 }
@@ -140,7 +140,8 @@ func deletePrefix(b *bolt.Bucket, prefix []byte) error {
 // calls it also drops ids whose ttl (as given when they were recorded) has
 // passed.
 func (s *Store) MarkSeen(ctx context.Context, platform, messageID string, ttl time.Duration) (seen bool, err error) {
-	err = s.update(ctx, "mark seen", func(tx *bolt.Tx) error {
+	err = s.batch(ctx, "mark seen", func(tx *bolt.Tx) error {
+		seen = false // batch may run this twice
 		b := tx.Bucket(bucketSeen)
 		key := seenKey(platform, messageID)
 		now := s.now().UnixNano()
@@ -221,7 +222,7 @@ func (s *Store) Granted(ctx context.Context, conv core.ConversationKey, session,
 // JournalPut records a turn in flight, replacing the entry with the same
 // TurnID (even if its StartedAt changed).
 func (s *Store) JournalPut(ctx context.Context, e core.JournalEntry) error {
-	return s.update(ctx, "journal put", func(tx *bolt.Tx) error {
+	return s.batch(ctx, "journal put", func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketJournal)
 		key := journalKey(e.StartedAt, e.TurnID)
 		if err := deleteTurn(b, e.TurnID, key); err != nil {
@@ -237,7 +238,7 @@ func (s *Store) JournalPut(ctx context.Context, e core.JournalEntry) error {
 
 // JournalDelete removes a finished turn; an unknown turn is not an error.
 func (s *Store) JournalDelete(ctx context.Context, turnID string) error {
-	return s.update(ctx, "journal delete", func(tx *bolt.Tx) error {
+	return s.batch(ctx, "journal delete", func(tx *bolt.Tx) error {
 		return deleteTurn(tx.Bucket(bucketJournal), turnID, nil)
 	})
 }

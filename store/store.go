@@ -42,6 +42,10 @@ var (
 	ErrNewerSchema = errors.New("store schema is newer than this program")
 )
 
+// maxBatchDelay bounds how long a write waits for others to share its
+// transaction; bbolt's default of 10 ms would dominate a lone turn's latency.
+const maxBatchDelay = time.Millisecond
+
 // pruneEvery is how many MarkSeen calls pass between prunes of expired ids.
 const pruneEvery = 1024
 
@@ -99,6 +103,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s := &Store{db: db, path: path, now: opts.Now, log: opts.Log, pruneEvery: pruneEvery}
+	db.MaxBatchDelay = maxBatchDelay
 	if err := s.setup(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -180,6 +185,13 @@ func (s *Store) view(ctx context.Context, op string, fn func(*bolt.Tx) error) er
 // update runs fn in a write transaction.
 func (s *Store) update(ctx context.Context, op string, fn func(*bolt.Tx) error) error {
 	return s.run(ctx, op, s.db.Update, fn)
+}
+
+// batch runs fn in a write transaction shared with concurrent callers, so
+// many conversations pay for one fsync instead of one each. fn must be
+// idempotent: bbolt re-runs it alone if another fn in its batch fails.
+func (s *Store) batch(ctx context.Context, op string, fn func(*bolt.Tx) error) error {
+	return s.run(ctx, op, s.db.Batch, fn)
 }
 
 // run checks ctx, then runs fn in a transaction. bbolt reads the file

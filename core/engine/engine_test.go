@@ -432,7 +432,7 @@ func TestRestartMarksInterruptedTurns(t *testing.T) {
 
 	h2 := newHarness(t, dbPath, nil)
 	// The new platform has no such message to edit, so the notice is sent.
-	h2.waitText("The bridge restarted while answering")
+	h2.waitText("The bridge restarted")
 	left, _ := h2.st.Journal(t.Context())
 	if len(left) != 0 {
 		t.Errorf("journal after recovery = %+v, want empty", left)

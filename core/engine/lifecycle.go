@@ -38,8 +38,10 @@ func (e *Engine) Recover(ctx context.Context) error {
 
 func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.JournalEntry) error {
 	text := "⚠️ The bridge restarted while answering this message, so the answer is incomplete. Please send it again."
-	if j.Queued {
-		text = "⚠️ The bridge restarted before your queued message could run. Please send it again."
+	if j.Reply.ID == "" {
+		// Queued, or running without a reply yet: the journal does not
+		// record the start, to keep a disk sync off the turn's path.
+		text = "⚠️ The bridge restarted before answering your message. Please send it again."
 	}
 	post := core.Post{Text: text, Plain: true}
 	if j.Reply.ID != "" && j.Placeholder {

@@ -216,9 +216,6 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 		e.private(ctx, p, a, "Too late: this request was already closed.")
 		return
 	}
-	if a.Reply != nil {
-		a.Reply(strings.TrimSuffix(outcome, "."))
-	}
 }
 
 // private tells the presser something only they should see, where the

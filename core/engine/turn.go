@@ -22,11 +22,12 @@ import (
 
 // turn is one accepted message on its way through a lane.
 type turn struct {
-	id      string
-	plat    core.Platform
-	msg     core.Message
-	key     core.ConversationKey // lane and session key
-	started time.Time
+	id       string
+	plat     core.Platform
+	msg      core.Message
+	key      core.ConversationKey // lane and session key
+	queuedAt time.Time
+	started  time.Time
 
 	// Set when the turn starts running.
 	mu          sync.Mutex
@@ -42,7 +43,7 @@ func newID() string {
 }
 
 func (e *Engine) enqueue(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, s *Settings) {
-	t := &turn{id: newID(), plat: p, msg: m, key: key}
+	t := &turn{id: newID(), plat: p, msg: m, key: key, queuedAt: time.Now()}
 	// Depth is checked here, not in lanes, so a reload applies at once.
 	if _, running, queued := e.lanes.Status(key); running && queued >= s.QueueDepth {
 		e.say(ctx, p, m.Conv, fmt.Sprintf("🚦 Busy: %d messages are already waiting here. Please send this again when the current answer is done.", queued))
@@ -50,7 +51,7 @@ func (e *Engine) enqueue(ctx context.Context, p core.Platform, m core.Message, k
 	}
 	// Journal first: a crash after this point is reported on restart instead
 	// of losing the message silently.
-	entry := core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, Queued: true, StartedAt: time.Now()}
+	entry := core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, Queued: true, StartedAt: t.queuedAt}
 	if err := e.store.JournalPut(ctx, entry); err != nil {
 		e.log.ErrorContext(ctx, "journal turn failed", "conv", m.Conv, "err", err)
 		e.say(ctx, p, m.Conv, "⚠️ The bridge could not record your message (storage error). Please try again.")
@@ -120,10 +121,9 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	// "stopped" edit. FinalTimeout bounds it once the agent is done.
 	pctx, pcancel := context.WithCancel(e.base)
 	defer pcancel()
-	entry := core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.started}
-	if err := e.store.JournalPut(ctx, entry); err != nil {
-		log.WarnContext(ctx, "journal turn start failed", "err", err)
-	}
+	// The journal entry written at enqueue stands until the reply is posted
+	// (OnReply); rewriting it here would put a disk sync before the agent starts.
+	entry := core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.queuedAt}
 
 	profileName, prof := s.profileFor(m.Conv)
 	if prof == nil {
