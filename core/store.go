@@ -51,6 +51,10 @@ type Store interface {
 	// with one id, exactly one reports false.
 	MarkSeen(ctx context.Context, platform, messageID string, ttl time.Duration) (seen bool, err error)
 
+	// Accept is MarkSeen and, only when the id is new, JournalPut of e, in
+	// one write: a turn's first durable step costs one disk sync.
+	Accept(ctx context.Context, platform, messageID string, ttl time.Duration, e JournalEntry) (seen bool, err error)
+
 	// Grant remembers "allow tool for this session".
 	Grant(ctx context.Context, conv ConversationKey, session, tool string) error
 	// Granted reports whether Grant was called for this session and tool.

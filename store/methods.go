@@ -141,37 +141,54 @@ func deletePrefix(b *bolt.Bucket, prefix []byte) error {
 // passed.
 func (s *Store) MarkSeen(ctx context.Context, platform, messageID string, ttl time.Duration) (seen bool, err error) {
 	err = s.batch(ctx, "mark seen", func(tx *bolt.Tx) error {
-		seen = false // batch may run this twice
-		b := tx.Bucket(bucketSeen)
-		key := seenKey(platform, messageID)
-		now := s.now().UnixNano()
-		if v := b.Get(key); v != nil {
-			var rec seenRec
-			if err := decode(v, &rec); err != nil {
-				// A dedup cache heals itself: overwrite the bad record.
-				s.log.Warn("store: replacing damaged seen record", "platform", platform, "id", messageID, "err", err)
-			} else if now-rec.At < int64(ttl) {
-				seen = true
-				return nil
-			}
-		}
-		exp := now + int64(ttl)
-		if ttl > 0 && exp < now {
-			exp = math.MaxInt64 // overflow: keep forever
-		}
-		v, err := encode(seenRec{head: head{recordVersion}, At: now, Exp: exp})
-		if err != nil {
-			return err
-		}
-		if err := b.Put(key, v); err != nil {
-			return err
-		}
-		if s.marks.Add(1)%s.pruneEvery == 0 {
-			_, err = s.prune(tx)
-		}
+		seen, err = s.markSeen(tx, platform, messageID, ttl)
 		return err
 	})
 	return seen, err
+}
+
+// Accept records messageID as seen and, if it was new, journals e, in one
+// transaction.
+func (s *Store) Accept(ctx context.Context, platform, messageID string, ttl time.Duration, e core.JournalEntry) (seen bool, err error) {
+	err = s.batch(ctx, "accept", func(tx *bolt.Tx) error {
+		seen, err = s.markSeen(tx, platform, messageID, ttl)
+		if err != nil || seen {
+			return err
+		}
+		return journalPut(tx, e)
+	})
+	return seen, err
+}
+
+// markSeen is MarkSeen inside tx. It is idempotent, as batch requires.
+func (s *Store) markSeen(tx *bolt.Tx, platform, messageID string, ttl time.Duration) (bool, error) {
+	b := tx.Bucket(bucketSeen)
+	key := seenKey(platform, messageID)
+	now := s.now().UnixNano()
+	if v := b.Get(key); v != nil {
+		var rec seenRec
+		if err := decode(v, &rec); err != nil {
+			// A dedup cache heals itself: overwrite the bad record.
+			s.log.Warn("store: replacing damaged seen record", "platform", platform, "id", messageID, "err", err)
+		} else if now-rec.At < int64(ttl) {
+			return true, nil
+		}
+	}
+	exp := now + int64(ttl)
+	if ttl > 0 && exp < now {
+		exp = math.MaxInt64 // overflow: keep forever
+	}
+	v, err := encode(seenRec{head: head{recordVersion}, At: now, Exp: exp})
+	if err != nil {
+		return false, err
+	}
+	if err := b.Put(key, v); err != nil {
+		return false, err
+	}
+	if s.marks.Add(1)%s.pruneEvery == 0 {
+		_, err = s.prune(tx)
+	}
+	return false, err
 }
 
 // prune deletes the seen ids whose expiry has passed and returns how many.
@@ -223,17 +240,21 @@ func (s *Store) Granted(ctx context.Context, conv core.ConversationKey, session,
 // TurnID (even if its StartedAt changed).
 func (s *Store) JournalPut(ctx context.Context, e core.JournalEntry) error {
 	return s.batch(ctx, "journal put", func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketJournal)
-		key := journalKey(e.StartedAt, e.TurnID)
-		if err := deleteTurn(b, e.TurnID, key); err != nil {
-			return err
-		}
-		v, err := encode(toJournalRec(e))
-		if err != nil {
-			return err
-		}
-		return b.Put(key, v)
+		return journalPut(tx, e)
 	})
+}
+
+func journalPut(tx *bolt.Tx, e core.JournalEntry) error {
+	b := tx.Bucket(bucketJournal)
+	key := journalKey(e.StartedAt, e.TurnID)
+	if err := deleteTurn(b, e.TurnID, key); err != nil {
+		return err
+	}
+	v, err := encode(toJournalRec(e))
+	if err != nil {
+		return err
+	}
+	return b.Put(key, v)
 }
 
 // JournalDelete removes a finished turn; an unknown turn is not an error.

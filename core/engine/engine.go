@@ -200,44 +200,62 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 	s := e.cfg()
 	ps := s.platform(p.Name())
 	log := e.log.With("conv", m.Conv)
-
-	if m.ID != "" {
-		seen, err := e.store.MarkSeen(ctx, p.Name(), m.ID, s.DedupTTL)
-		if err != nil {
-			// Without dedup a redelivery could run twice; refusing loses nothing
-			// the user cannot resend.
-			log.ErrorContext(ctx, "dedup check failed", "err", err)
-			e.say(ctx, p, m.Conv, "⚠️ The bridge could not record your message (storage error). Please try again.")
-			return
-		}
-		if seen {
-			log.DebugContext(ctx, "duplicate delivery dropped", "message", m.ID)
-			return
-		}
-	}
-
 	cmd, arg, isCmd := parseCommand(m.Text, ps.Prefix)
-	if isCmd && cmd == "whoami" {
-		// Answered before the access check: it is how a denied user learns the id to ask for.
-		e.say(ctx, p, m.Conv, whoami(p.Name(), m))
-		return
-	}
-	if !ps.allowed(m.Conv, m.From.ID) {
-		log.InfoContext(ctx, "access denied", "user", m.From.ID)
-		e.say(ctx, p, m.Conv, fmt.Sprintf("🔒 Sorry, you are not allowed to use this bot. Your %s user id is %s: ask the operator to add it to allow_users.", p.Name(), m.From.ID))
-		return
-	}
+	allowed := ps.allowed(m.Conv, m.From.ID)
 	key := ps.Scope.SessionKey(m.Conv, m.From.ID)
-	if isCmd {
-		if e.command(ctx, p, m, key, cmd, arg) {
+
+	if isCmd || !allowed || e.draining.Load() {
+		if e.seen(ctx, p, m, nil) {
 			return
 		}
-	}
-	if e.draining.Load() {
-		e.say(ctx, p, m.Conv, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
+		switch {
+		case isCmd && cmd == "whoami":
+			// Answered before the access check: it is how a denied user
+			// learns the id to ask for.
+			e.say(ctx, p, m.Conv, whoami(p.Name(), m))
+		case !allowed:
+			log.InfoContext(ctx, "access denied", "user", m.From.ID)
+			e.say(ctx, p, m.Conv, fmt.Sprintf("🔒 Sorry, you are not allowed to use this bot. Your %s user id is %s: ask the operator to add it to allow_users.", p.Name(), m.From.ID))
+		case isCmd && e.command(ctx, p, m, key, cmd, arg):
+		default: // draining
+			e.say(ctx, p, m.Conv, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
+		}
 		return
 	}
-	e.enqueue(ctx, p, m, key, s)
+	t := &turn{id: newID(), plat: p, msg: m, key: key, queuedAt: time.Now()}
+	// Dedup and the journal entry share one write: a crash after it is
+	// reported on restart instead of losing the message silently.
+	if e.seen(ctx, p, m, &core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, Queued: true, StartedAt: t.queuedAt}) {
+		return
+	}
+	e.enqueue(ctx, t, s)
+}
+
+// seen drops a platform's redelivery of a message already handled (and
+// journals entry for a new one, when given). It reports true when the
+// message must not be handled: a duplicate, or a storage failure (told to
+// the user: without dedup a redelivery could run twice).
+func (e *Engine) seen(ctx context.Context, p core.Platform, m core.Message, entry *core.JournalEntry) bool {
+	ttl := e.cfg().DedupTTL
+	var seen bool
+	var err error
+	switch {
+	case entry != nil && m.ID == "":
+		err = e.store.JournalPut(ctx, *entry)
+	case entry != nil:
+		seen, err = e.store.Accept(ctx, p.Name(), m.ID, ttl, *entry)
+	case m.ID != "":
+		seen, err = e.store.MarkSeen(ctx, p.Name(), m.ID, ttl)
+	}
+	if err != nil {
+		e.log.ErrorContext(ctx, "recording message failed", "conv", m.Conv, "err", err)
+		e.say(ctx, p, m.Conv, "⚠️ The bridge could not record your message (storage error). Please try again.")
+		return true
+	}
+	if seen {
+		e.log.DebugContext(ctx, "duplicate delivery dropped", "conv", m.Conv, "message", m.ID)
+	}
+	return seen
 }
 
 func (e *Engine) say(ctx context.Context, p core.Platform, conv core.ConversationKey, text string) {

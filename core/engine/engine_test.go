@@ -184,6 +184,7 @@ func TestTurnStreamsAndResumesSession(t *testing.T) {
 		t.Log("reply arrived in one post (the agent was faster than the cadence)")
 	}
 	// P-SID-1: the first session id is stored and sent back on the next turn.
+	h.idle()
 	sessions, err := h.st.Sessions(t.Context(), conv)
 	if err != nil || len(sessions) != 1 || !strings.HasPrefix(sessions[0].AgentID, "sess-") {
 		t.Fatalf("sessions = %+v, %v; want one with the agent's id", sessions, err)
@@ -196,6 +197,7 @@ func TestSessionSurvivesBridgeRestart(t *testing.T) {
 	h := newHarness(t, "", nil)
 	h.send(alice, "first")
 	h.waitText("tokens")
+	h.idle()
 	sessions, _ := h.st.Sessions(t.Context(), conv)
 	h.close()
 

@@ -42,25 +42,19 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (e *Engine) enqueue(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, s *Settings) {
-	t := &turn{id: newID(), plat: p, msg: m, key: key, queuedAt: time.Now()}
+// enqueue puts a journaled turn on its conversation's lane.
+func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
+	p, m := t.plat, t.msg
 	// Depth is checked here, not in lanes, so a reload applies at once.
-	if _, running, queued := e.lanes.Status(key); running && queued >= s.QueueDepth {
+	if _, running, queued := e.lanes.Status(t.key); running && queued >= s.QueueDepth {
+		e.forget(ctx, t)
 		e.say(ctx, p, m.Conv, fmt.Sprintf("🚦 Busy: %d messages are already waiting here. Please send this again when the current answer is done.", queued))
-		return
-	}
-	// Journal first: a crash after this point is reported on restart instead
-	// of losing the message silently.
-	entry := core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, Queued: true, StartedAt: t.queuedAt}
-	if err := e.store.JournalPut(ctx, entry); err != nil {
-		e.log.ErrorContext(ctx, "journal turn failed", "conv", m.Conv, "err", err)
-		e.say(ctx, p, m.Conv, "⚠️ The bridge could not record your message (storage error). Please try again.")
 		return
 	}
 	e.mu.Lock()
 	e.queued[t.id] = t
 	e.mu.Unlock()
-	pos, err := e.lanes.Enqueue(key, lane.Job{ID: t.id, Run: func(ctx context.Context) { e.run(ctx, t) }})
+	pos, err := e.lanes.Enqueue(t.key, lane.Job{ID: t.id, Run: func(ctx context.Context) { e.run(ctx, t) }})
 	switch {
 	case errors.Is(err, lane.ErrFull):
 		e.forget(ctx, t)
@@ -200,14 +194,16 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	}
 	log.InfoContext(ctx, "turn finished", "exit_code", out.ExitCode, "duration", out.Duration, "stderr_tail", lastLine(out.Stderr))
 
-	// P-SID-5: the session id is kept even when the turn failed.
-	if err := e.saveSession(context.WithoutCancel(ctx), t.key, sessName, profileName, sess, out.SessionID); err != nil {
-		log.ErrorContext(ctx, "save session failed", "err", err)
-	}
-
 	stopAfter := time.AfterFunc(e.opts.FinalTimeout, pcancel)
 	defer stopAfter.Stop()
 	finish(log, pres, finalFor(out, s.Presenter.UsageFooter))
+
+	// P-SID-5: the session id is kept even when the turn failed. Saved after
+	// the reply so its disk sync does not delay it; the lane is held until
+	// it is done, so the next turn sees it.
+	if err := e.saveSession(context.WithoutCancel(ctx), t.key, sessName, profileName, sess, out.SessionID); err != nil {
+		log.ErrorContext(ctx, "save session failed", "err", err)
+	}
 }
 
 func finish(log *slog.Logger, pres *stream.Presenter, f stream.Final) {

@@ -374,23 +374,13 @@ func appendBlock(b *strings.Builder, block string) {
 	b.WriteString(block)
 }
 
-// quote renders thinking text as an escaped Markdown block quote, keeping
-// only its tail.
+// quote shows the tail of the thinking text as a Markdown block quote.
 func quote(thinking string) string {
 	thinking = strings.TrimSpace(thinking)
 	if r := []rune(thinking); len(r) > thinkingTail {
 		thinking = "…" + string(r[len(r)-thinkingTail:])
 	}
-	var b strings.Builder
-	for i, line := range strings.Split(thinking, "\n") {
-		if i == 0 {
-			b.WriteString("> 💭 ")
-		} else {
-			b.WriteString("\n> ")
-		}
-		b.WriteString(render.EscapeMarkdown(line))
-	}
-	return b.String()
+	return render.QuoteMarkdown("💭 " + thinking)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
