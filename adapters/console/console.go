@@ -3,9 +3,10 @@
 // output, so agentbridge can be tried without any chat service.
 //
 // A streamed answer appears in place: an edit that extends the message
-// printed last prints only the new text. Buttons are shown with a key each
-// ("[A]llow / [D]eny / Allow for this [s]ession"); typing a key on its own
-// line presses the button.
+// printed last prints only the new text, and on an interactive terminal any
+// other edit of that message redraws it where it stands. Buttons are shown
+// with a key each ("[A]llow / [D]eny / Allow for this [s]ession"); typing a
+// key on its own line presses the button.
 package console
 
 import (
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"slices"
 	"strings"
 	"sync"
@@ -40,9 +42,17 @@ const (
 	promptDelay = 400 * time.Millisecond
 	// editMark starts a message printed again because it changed.
 	editMark = "  ↳ "
+	// moreMark starts the new end of a message printed earlier, when other
+	// output came after it.
+	moreMark = editMark + "…"
 	// eraseLine returns to the start of the line and clears it; used to
 	// take the prompt away before output.
 	eraseLine = "\r\x1b[K"
+	// clearDown clears from the cursor to the end of the screen.
+	clearDown = "\x1b[J"
+	// defaultWidth is the terminal width assumed when Options.Width is
+	// missing or fails.
+	defaultWidth = 80
 )
 
 var _ core.Platform = (*Adapter)(nil)
@@ -51,8 +61,12 @@ var _ core.Notifier = (*Adapter)(nil)
 // Options configures an Adapter. Zero fields take the defaults.
 type Options struct {
 	Conv   core.ConversationKey // default {Platform: "console", Channel: "local"}
-	User   core.User            // default {ID: "local", Name: $USER}
+	User   core.User            // default {ID: "local", Name: $USER, $LOGNAME, the OS user's name, or "local"}
 	Prompt string               // printed before reading a line when interactive, e.g. "you> "
+	// Width reports the terminal's width in columns, so that a message
+	// redrawn in place is known to span its wrapped rows. Nil, or a result
+	// of 0 or less, means 80. Used only when Prompt is set.
+	Width func() int
 }
 
 // Adapter is a core.Platform for a terminal. Its methods are safe for
@@ -62,7 +76,8 @@ type Adapter struct {
 	conv     core.ConversationKey
 	user     core.User
 	prompt   string
-	idPrefix string // start time: ids stay unique across restarts
+	width    func() int // nil: defaultWidth
+	idPrefix string     // start time: ids stay unique across restarts
 	running  atomic.Bool
 	msgSeq   atomic.Int64
 
@@ -77,6 +92,17 @@ type Adapter struct {
 	promptShown bool     // the prompt is the last thing printed
 	waiting     bool     // Run is reading input, so the prompt may be shown
 	timer       *time.Timer
+
+	// The block is everything printed, from a line start, since the post
+	// lastID began to be printed (with lastMark), bar the prompt and
+	// escapes. Its rows are what an interactive redraw moves up over.
+	lastID   string // "": the block is no post's (a notice, the user's line)
+	lastMark string
+	lastOut  []byte
+	// resumable: the block is the text of post lastID plus the one newline
+	// freshLine added to show the prompt, so erasing the prompt and going
+	// back up to the text's end continues it.
+	resumable bool
 }
 
 // post is a message the adapter printed, kept for edits.
@@ -96,7 +122,7 @@ func New(in io.Reader, out io.Writer, opts Options) *Adapter {
 		opts.Conv = core.ConversationKey{Platform: Name, Channel: "local"}
 	}
 	if opts.User == (core.User{}) {
-		opts.User = core.User{ID: "local", Name: os.Getenv("USER")}
+		opts.User = core.User{ID: "local", Name: defaultUserName(os.Getenv, user.Current)}
 	}
 	return &Adapter{
 		in:        in,
@@ -104,6 +130,7 @@ func New(in io.Reader, out io.Writer, opts Options) *Adapter {
 		conv:      opts.Conv,
 		user:      opts.User,
 		prompt:    opts.Prompt,
+		width:     opts.Width,
 		idPrefix:  fmt.Sprintf("%x", time.Now().UnixNano()),
 		posts:     make(map[string]*post),
 		lineStart: true,
@@ -193,6 +220,7 @@ func (a *Adapter) handleLine(ctx context.Context, h core.Handler, line string) {
 	if a.prompt != "" {
 		// The terminal echoed the line and its newline after the prompt.
 		a.promptShown, a.lineStart, a.tail = false, true, ""
+		a.begin("", "")
 	}
 	var act *core.Action
 	if p := a.posts[a.lastButtons]; p != nil && len(p.buttons) > 0 && text != "" {
@@ -254,12 +282,21 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	return ps.ref, nil
 }
 
-// Edit shows the new content of a message. When the message is the one
-// printed last and the new text extends the old, only the new suffix is
-// printed, so streamed text grows in place; likewise when the edit removes
-// the buttons and extends the text (an answered prompt), the suffix goes on
-// a fresh marked line. Any other change prints the whole new text on a
-// fresh line marked "↳".
+// Edit shows the new content of a message:
+//
+//   - When the message's text ends at the cursor and the new text extends
+//     it, only the new suffix is printed, so streamed text grows in place.
+//   - When the edit removes the buttons and extends the text (an answered
+//     prompt), the added text goes on a fresh indented line.
+//   - On an interactive terminal (Options.Prompt set), any other change to
+//     the message printed last is redrawn in place: the cursor moves up over
+//     the rows it spans, the screen below is cleared, and it is printed
+//     again. A continuation after a pause, with the prompt shown below it,
+//     resumes at the text's end instead.
+//   - An edit that extends a message printed before other output prints the
+//     new suffix on a fresh line marked "↳ …".
+//   - Any other change prints the whole new text on a fresh line marked
+//     "↳"; escapes would corrupt a log or pipe.
 func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("console: edit: %w", err)
@@ -279,6 +316,7 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 	}
 	suffix, extends := strings.CutPrefix(p.Text, old.text)
 	removed := len(old.buttons) > 0 && len(p.Buttons) == 0
+	redraw := a.prompt != "" && a.lastID == ref.ID
 
 	old.text = p.Text
 	old.buttons = slices.Clone(p.Buttons)
@@ -294,15 +332,32 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 		err = a.write(suffix)
 		if len(old.buttons) > 0 {
 			// Buttons added to the last message: its keys go under it.
-			if kerr := a.printKeys(old); err == nil {
-				err = kerr
-			}
+			err = errors.Join(err, a.printKeys(old))
 		}
 	case extends && removed:
-		if suffix != "" {
+		// The engine appends the outcome after a blank line; the prompt
+		// and its keys stay above as they were.
+		if outcome := strings.TrimLeftFunc(suffix, unicode.IsSpace); outcome != "" {
 			a.freshLine()
-			err = a.write(editMark + strings.TrimLeft(suffix, " "))
+			a.begin(ref.ID, editMark)
+			err = a.write("  " + outcome)
 			a.tail = ref.ID
+		}
+	case redraw && extends && sameButtons && a.canResume():
+		a.resume()
+		err = a.write(suffix)
+		a.tail = ref.ID
+	case redraw:
+		mark := a.lastMark
+		a.clearBlock()
+		err = a.printPost(old, mark)
+	case extends && suffix != "" && sameButtons:
+		a.freshLine()
+		a.begin(ref.ID, editMark)
+		err = a.write(moreMark + suffix)
+		a.tail = ref.ID
+		if len(old.buttons) > 0 {
+			err = errors.Join(err, a.printKeys(old))
 		}
 	default:
 		err = a.printPost(old, editMark)
@@ -323,6 +378,7 @@ func (a *Adapter) Notify(ctx context.Context, conv core.ConversationKey, user co
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.freshLine()
+	a.begin("", "")
 	err := a.write("  (only you) " + text + "\n")
 	a.schedulePromptLocked()
 	if err != nil {
@@ -336,6 +392,7 @@ func (a *Adapter) reply(text string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.freshLine()
+	a.begin("", "")
 	a.write("  → " + text + "\n")
 	a.schedulePromptLocked()
 }
@@ -354,12 +411,11 @@ func (a *Adapter) remember(p *post) {
 // button keys on the next line.
 func (a *Adapter) printPost(p *post, mark string) error {
 	a.freshLine()
+	a.begin(p.ref.ID, mark)
 	err := a.write(mark + p.text)
 	a.tail = p.ref.ID
 	if len(p.buttons) > 0 {
-		if kerr := a.printKeys(p); err == nil {
-			err = kerr
-		}
+		err = errors.Join(err, a.printKeys(p))
 	}
 	return err
 }
@@ -381,9 +437,19 @@ func (a *Adapter) printKeys(p *post) error {
 func (a *Adapter) freshLine() {
 	a.erasePrompt()
 	if !a.lineStart {
+		open := a.tail != "" && a.tail == a.lastID
 		a.write("\n")
+		a.resumable = open
 	}
 	a.tail = ""
+}
+
+// begin starts a new block, printed from a line start, for post id ("" for
+// output that is no post's).
+func (a *Adapter) begin(id, mark string) {
+	a.lastID, a.lastMark = id, mark
+	a.lastOut = a.lastOut[:0]
+	a.resumable = false
 }
 
 // erasePrompt takes a shown prompt away, leaving the cursor at the start of
@@ -391,18 +457,74 @@ func (a *Adapter) freshLine() {
 func (a *Adapter) erasePrompt() {
 	if a.promptShown {
 		a.promptShown = false
-		a.write(eraseLine)
+		a.control(eraseLine, true)
 	}
 }
 
-// write prints s and tracks whether the cursor is at a line start.
+// clearBlock moves the cursor to the start of the block's first row and
+// clears the screen from there down, prompt included.
+func (a *Adapter) clearBlock() {
+	row, _ := cursorPos(a.lastOut, a.cols())
+	seq := "\r"
+	if row > 0 {
+		seq += fmt.Sprintf("\x1b[%dA", row)
+	}
+	a.promptShown = false
+	a.control(seq+clearDown, true)
+	a.tail = ""
+	a.begin("", "")
+}
+
+// canResume reports whether the post that ends the block can be continued
+// where its text ends: only the prompt follows it, on the next row, and the
+// text does not fill its last row (the terminal would wrap the next
+// character, a state that cannot be restored).
+func (a *Adapter) canResume() bool {
+	if !a.resumable || !a.promptShown {
+		return false
+	}
+	_, col := cursorPos(a.lastOut[:len(a.lastOut)-1], a.cols())
+	return col < a.cols()
+}
+
+// resume erases the prompt and puts the cursor back after the text of the
+// block's post, dropping the newline freshLine added before the prompt.
+func (a *Adapter) resume() {
+	a.lastOut = a.lastOut[:len(a.lastOut)-1]
+	_, col := cursorPos(a.lastOut, a.cols())
+	a.promptShown, a.resumable = false, false
+	a.control(fmt.Sprintf("%s\x1b[A\x1b[%dG", eraseLine, col+1), false)
+}
+
+// cols is the terminal width.
+func (a *Adapter) cols() int {
+	if a.width != nil {
+		if w := a.width(); w > 0 {
+			return w
+		}
+	}
+	return defaultWidth
+}
+
+// write prints s, part of the block, and tracks whether the cursor is at a
+// line start.
 func (a *Adapter) write(s string) error {
 	if s == "" {
 		return nil
 	}
-	a.lineStart = strings.HasSuffix(s, "\n") || strings.HasSuffix(s, eraseLine)
+	a.lastOut = append(a.lastOut, s...)
+	a.resumable = false
+	a.lineStart = strings.HasSuffix(s, "\n")
 	_, err := io.WriteString(a.out, s)
 	return err
+}
+
+// control prints s, the prompt or escapes that are no part of the block,
+// after which the cursor is at a line start or not.
+func (a *Adapter) control(s string, lineStart bool) {
+	a.lineStart = lineStart
+	// A failed write shows on the next post or edit.
+	io.WriteString(a.out, s)
 }
 
 // showPromptLocked prints the prompt on a fresh line, when interactive.
@@ -412,7 +534,7 @@ func (a *Adapter) showPromptLocked() {
 	}
 	tail := a.tail
 	a.freshLine()
-	a.write(a.prompt)
+	a.control(a.prompt, false)
 	a.promptShown = true
 	// Erasing the prompt returns to this line's start, right after the
 	// tail message's text when that ended a line.
@@ -438,11 +560,114 @@ func (a *Adapter) schedulePromptLocked() {
 	a.timer.Reset(promptDelay)
 }
 
+// defaultUserName names the terminal's user: $USER, $LOGNAME, the OS
+// account, or "local".
+func defaultUserName(getenv func(string) string, current func() (*user.User, error)) string {
+	for _, v := range []string{"USER", "LOGNAME"} {
+		if name := getenv(v); name != "" {
+			return name
+		}
+	}
+	if u, err := current(); err == nil {
+		// Windows names the account DOMAIN\user.
+		if name := u.Username[strings.LastIndexByte(u.Username, '\\')+1:]; name != "" {
+			return name
+		}
+	}
+	return "local"
+}
+
 func (p *post) textOrEmpty() string {
 	if p == nil {
 		return ""
 	}
 	return p.text
+}
+
+// cursorPos reports where the cursor ends, as a row below the first and a
+// column, after s is printed from a line start on a terminal width columns
+// wide that wraps long lines. A column of width means the row is full and
+// the next character goes on the next row.
+func cursorPos(s []byte, width int) (row, col int) {
+	for len(s) > 0 {
+		r, size := utf8.DecodeRune(s)
+		s = s[size:]
+		switch r {
+		case '\n':
+			row, col = row+1, 0
+			continue
+		case '\r':
+			col = 0
+			continue
+		case '\t':
+			// Tab stops every 8 columns; a tab never wraps.
+			col = min((col/8+1)*8, width)
+			continue
+		}
+		w := runeWidth(r)
+		if w == 0 {
+			continue
+		}
+		if col+w > width {
+			row, col = row+1, 0
+		}
+		col += w
+	}
+	return row, col
+}
+
+// runeWidth is how many columns a terminal gives r: 0 for controls and
+// combining marks, 2 for East Asian wide characters and emoji, else 1. It
+// follows Unicode's East Asian Width closely enough for counting rows.
+func runeWidth(r rune) int {
+	switch {
+	case r < 0x20 || r >= 0x7f && r < 0xa0:
+		return 0
+	case r < 0x300:
+		return 1
+	case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
+		return 0
+	}
+	_, found := slices.BinarySearchFunc(wide, r, func(rg [2]rune, r rune) int {
+		switch {
+		case rg[1] < r:
+			return -1
+		case rg[0] > r:
+			return 1
+		}
+		return 0
+	})
+	if found {
+		return 2
+	}
+	return 1
+}
+
+// wide lists, sorted, the ranges of characters shown two columns wide:
+// Unicode's East Asian Wide and Fullwidth ranges, condensed.
+var wide = [][2]rune{
+	{0x1100, 0x115f}, {0x231a, 0x231b}, {0x2329, 0x232a}, {0x23e9, 0x23ec},
+	{0x23f0, 0x23f0}, {0x23f3, 0x23f3}, {0x25fd, 0x25fe}, {0x2614, 0x2615},
+	{0x2648, 0x2653}, {0x267f, 0x267f}, {0x2693, 0x2693}, {0x26a1, 0x26a1},
+	{0x26aa, 0x26ab}, {0x26bd, 0x26be}, {0x26c4, 0x26c5}, {0x26ce, 0x26ce},
+	{0x26d4, 0x26d4}, {0x26ea, 0x26ea}, {0x26f2, 0x26f3}, {0x26f5, 0x26f5},
+	{0x26fa, 0x26fa}, {0x26fd, 0x26fd}, {0x2705, 0x2705}, {0x270a, 0x270b},
+	{0x2728, 0x2728}, {0x274c, 0x274c}, {0x274e, 0x274e}, {0x2753, 0x2755},
+	{0x2757, 0x2757}, {0x2795, 0x2797}, {0x27b0, 0x27b0}, {0x27bf, 0x27bf},
+	{0x2b1b, 0x2b1c}, {0x2b50, 0x2b50}, {0x2b55, 0x2b55}, {0x2e80, 0x303e},
+	{0x3041, 0x33ff}, {0x3400, 0x4dbf}, {0x4e00, 0x9fff}, {0xa000, 0xa4cf},
+	{0xa960, 0xa97f}, {0xac00, 0xd7a3}, {0xf900, 0xfaff}, {0xfe10, 0xfe19},
+	{0xfe30, 0xfe6f}, {0xff00, 0xff60}, {0xffe0, 0xffe6}, {0x16fe0, 0x16fe4},
+	{0x17000, 0x18cd5}, {0x1b000, 0x1b2fb}, {0x1f004, 0x1f004}, {0x1f0cf, 0x1f0cf},
+	{0x1f18e, 0x1f18e}, {0x1f191, 0x1f19a}, {0x1f200, 0x1f251}, {0x1f300, 0x1f320},
+	{0x1f32d, 0x1f335}, {0x1f337, 0x1f37c}, {0x1f37e, 0x1f393}, {0x1f3a0, 0x1f3ca},
+	{0x1f3cf, 0x1f3d3}, {0x1f3e0, 0x1f3f0}, {0x1f3f4, 0x1f3f4}, {0x1f3f8, 0x1f43e},
+	{0x1f440, 0x1f440}, {0x1f442, 0x1f4fc}, {0x1f4ff, 0x1f53d}, {0x1f54b, 0x1f54e},
+	{0x1f550, 0x1f567}, {0x1f57a, 0x1f57a}, {0x1f595, 0x1f596}, {0x1f5a4, 0x1f5a4},
+	{0x1f5fb, 0x1f64f}, {0x1f680, 0x1f6c5}, {0x1f6cc, 0x1f6cc}, {0x1f6d0, 0x1f6d2},
+	{0x1f6d5, 0x1f6d7}, {0x1f6dc, 0x1f6df}, {0x1f6eb, 0x1f6ec}, {0x1f6f4, 0x1f6fc},
+	{0x1f7e0, 0x1f7eb}, {0x1f7f0, 0x1f7f0}, {0x1f90c, 0x1f93a}, {0x1f93c, 0x1f945},
+	{0x1f947, 0x1f9ff}, {0x1fa70, 0x1fafc}, {0x20000, 0x2fffd}, {0x30000, 0x3fffd},
 }
 
 // tooLong reports whether s exceeds MaxText in UTF-16 code units. UTF-8

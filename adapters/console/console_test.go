@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/user"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -270,14 +272,15 @@ func TestEdits(t *testing.T) {
 
 	r2, _ := a.Send(ctx, conv, core.Post{Text: "second"})
 	expect("second send", "Hello, world\n- item\nsecond")
+	// An older message that grows shows only its continuation.
 	edit(r1, core.Post{Text: "Hello, world\n- item\n- more"})
-	expect("edit of an older message", "Hello, world\n- item\nsecond\n  ↳ Hello, world\n- item\n- more")
+	expect("edit of an older message", "Hello, world\n- item\nsecond\n  ↳ …\n- more")
 	edit(r1, core.Post{Text: "Hello, world\n- item\n- more!"})
-	expect("extending the reprinted message", "Hello, world\n- item\nsecond\n  ↳ Hello, world\n- item\n- more!")
+	expect("extending the continuation", "Hello, world\n- item\nsecond\n  ↳ …\n- more!")
 	edit(r2, core.Post{Text: "rewritten"})
-	expect("non-extending edit", "Hello, world\n- item\nsecond\n  ↳ Hello, world\n- item\n- more!\n  ↳ rewritten")
+	expect("non-extending edit", "Hello, world\n- item\nsecond\n  ↳ …\n- more!\n  ↳ rewritten")
 	edit(r2, core.Post{Text: "short"})
-	expect("shrinking edit", "Hello, world\n- item\nsecond\n  ↳ Hello, world\n- item\n- more!\n  ↳ rewritten\n  ↳ short")
+	expect("shrinking edit", "Hello, world\n- item\nsecond\n  ↳ …\n- more!\n  ↳ rewritten\n  ↳ short")
 
 	if err := a.Edit(ctx, r2, core.Post{Text: "short"}); !errors.Is(err, core.ErrNotModified) {
 		t.Errorf("identical edit: %v, want ErrNotModified", err)
@@ -301,11 +304,12 @@ func TestEditAnsweredPrompt(t *testing.T) {
 	if got := out.String(); got != want {
 		t.Fatalf("prompt %q, want %q", got, want)
 	}
-	// Buttons removed and the text extended: only the outcome is printed.
-	if err := a.Edit(ctx, ref, core.Post{Text: "🔐 write_file? ✅ allowed"}); err != nil {
+	// Buttons removed and the text extended: only the outcome is printed,
+	// indented, without the blank line the engine puts before it.
+	if err := a.Edit(ctx, ref, core.Post{Text: "🔐 write_file?\n\n✅ allowed"}); err != nil {
 		t.Fatal(err)
 	}
-	want += "  ↳ ✅ allowed"
+	want += "  ✅ allowed"
 	if got := out.String(); got != want {
 		t.Errorf("answered prompt %q, want %q", got, want)
 	}
@@ -537,30 +541,351 @@ func FuzzButtonKeys(f *testing.F) {
 }
 
 // FuzzEdit checks that any sequence of texts can be sent and edited without
-// a panic, and that the last text printed is visible.
+// a panic, with and without a prompt, and that the last text printed is
+// visible.
 func FuzzEdit(f *testing.F) {
 	f.Add("Hel", "Hello", "He", true)
 	f.Add("", "x\n", "x\ny", false)
+	f.Add("ok?", "ok?\n\n✅ Allowed by local.", "ok?\n\n✅ Allowed by local. Done", true)
 	f.Fuzz(func(t *testing.T, t1, t2, t3 string, buttons bool) {
-		out := &syncBuffer{}
-		a := New(strings.NewReader(""), out, Options{})
-		conv := core.ConversationKey{Platform: "console"}
-		var bs []core.Button
-		if buttons {
-			bs = []core.Button{{Label: t1, Value: "v"}}
+		for _, prompt := range []string{"", "you> "} {
+			fuzzEdit(t, prompt, t1, t2, t3, buttons)
 		}
-		ref, err := a.Send(context.Background(), conv, core.Post{Text: t1, Buttons: bs})
-		if err != nil {
+	})
+}
+
+func fuzzEdit(t *testing.T, prompt, t1, t2, t3 string, buttons bool) {
+	out := &syncBuffer{}
+	a := New(strings.NewReader(""), out, Options{Prompt: prompt, Width: func() int { return 7 }})
+	conv := core.ConversationKey{Platform: "console"}
+	var bs []core.Button
+	if buttons {
+		bs = []core.Button{{Label: t1, Value: "v"}}
+	}
+	ref, err := a.Send(context.Background(), conv, core.Post{Text: t1, Buttons: bs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{t2, t3} {
+		err := a.Edit(context.Background(), ref, core.Post{Text: text})
+		if err != nil && !errors.Is(err, core.ErrNotModified) {
 			t.Fatal(err)
 		}
-		for _, text := range []string{t2, t3} {
-			err := a.Edit(context.Background(), ref, core.Post{Text: text})
-			if err != nil && !errors.Is(err, core.ErrNotModified) {
+	}
+	// An answered prompt's outcome is shown without its leading space.
+	if !strings.Contains(out.String(), strings.TrimLeftFunc(t3[min(len(t3), len(t2)):], unicode.IsSpace)) {
+		t.Errorf("prompt %q: output %q does not show the end of %q", prompt, out.String(), t3)
+	}
+}
+
+// TestEditOutput checks the exact bytes printed for sequences of sends and
+// edits, with and without a prompt (interactive), on a fixed-width terminal.
+// No Run loop, so the prompt itself is never shown here; TestPromptRedraw
+// covers that.
+func TestEditOutput(t *testing.T) {
+	yesNo := []core.Button{{Label: "Yes", Value: "y"}, {Label: "No", Value: "n"}}
+	type step struct {
+		send   bool // Send a new message; messages are numbered from 0
+		notify bool // Notify text
+		msg    int  // the message an edit changes
+		text   string
+		keys   bool // the post carries yesNo
+	}
+	send := func(text string) step { return step{send: true, text: text} }
+	edit := func(msg int, text string) step { return step{msg: msg, text: text} }
+	width := func(w int) func() int { return func() int { return w } }
+	tests := []struct {
+		name        string
+		interactive bool
+		width       func() int
+		steps       []step
+		want        string
+	}{{
+		name:        "rewrite of the last message is redrawn in place",
+		interactive: true, width: width(20),
+		steps: []step{send("said **hel"), edit(0, "said **hello"), edit(0, "said hello there")},
+		want:  "said **hel" + "lo" + "\r\x1b[J" + "said hello there",
+	}, {
+		name:  "without a prompt the rewrite is reprinted, no escapes",
+		width: width(20),
+		steps: []step{send("said **hel"), edit(0, "said **hello"), edit(0, "said hello there")},
+		want:  "said **hel" + "lo" + "\n  ↳ said hello there",
+	}, {
+		name:        "wrapped rows are moved over",
+		interactive: true, width: width(10),
+		steps: []step{send("0123456789abcdefghijKLM"), edit(0, "x")},
+		want:  "0123456789abcdefghijKLM" + "\r\x1b[2A\x1b[J" + "x",
+	}, {
+		name:        "a full row does not wrap until the next character",
+		interactive: true, width: width(10),
+		steps: []step{send("0123456789"), edit(0, "x")},
+		want:  "0123456789" + "\r\x1b[J" + "x",
+	}, {
+		name:        "a full row then a newline takes one row",
+		interactive: true, width: width(10),
+		steps: []step{send("0123456789\nab"), edit(0, "x")},
+		want:  "0123456789\nab" + "\r\x1b[1A\x1b[J" + "x",
+	}, {
+		name:        "wide characters take two columns",
+		interactive: true, width: width(10),
+		steps: []step{send("✅✅✅✅✅x"), edit(0, "y")},
+		want:  "✅✅✅✅✅x" + "\r\x1b[1A\x1b[J" + "y",
+	}, {
+		name:        "combining marks take none",
+		interactive: true, width: width(10),
+		steps: []step{send(strings.Repeat("e\u0301", 10)), edit(0, "y")},
+		want:  strings.Repeat("e\u0301", 10) + "\r\x1b[J" + "y",
+	}, {
+		name:        "no width means 80 columns",
+		interactive: true,
+		steps:       []step{send(strings.Repeat("w", 81)), edit(0, "y")},
+		want:        strings.Repeat("w", 81) + "\r\x1b[1A\x1b[J" + "y",
+	}, {
+		name:        "a failed width means 80 columns",
+		interactive: true, width: width(0),
+		steps: []step{send(strings.Repeat("w", 80)), edit(0, "y")},
+		want:  strings.Repeat("w", 80) + "\r\x1b[J" + "y",
+	}, {
+		name:        "a message with keys is redrawn with them",
+		interactive: true, width: width(20),
+		steps: []step{{send: true, text: "ok?", keys: true}, {msg: 0, text: "ok??", keys: true}},
+		want:  "ok?\n  [Y]es / [N]o\n" + "\r\x1b[2A\x1b[J" + "ok??\n  [Y]es / [N]o\n",
+	}, {
+		name:        "a reprinted message is redrawn with its mark",
+		interactive: true, width: width(20),
+		steps: []step{send("one"), send("two"), edit(0, "uno"), edit(0, "un")},
+		want:  "one\ntwo" + "\n  ↳ uno" + "\r\x1b[J" + "  ↳ un",
+	}, {
+		// Problem 2: a permission prompt came between the reply's frames.
+		name:        "an older message that grows shows its continuation",
+		interactive: true, width: width(20),
+		steps: []step{
+			send("Work"), {send: true, text: "🔐 ok?", keys: true},
+			edit(0, "Working"), edit(0, "Working on"),
+		},
+		want: "Work\n🔐 ok?\n  [Y]es / [N]o\n" + "  ↳ …ing" + " on",
+	}, {
+		name:  "an older message that grows shows its continuation, no prompt",
+		width: width(20),
+		steps: []step{
+			send("Work"), {send: true, text: "🔐 ok?", keys: true},
+			edit(0, "Working"), edit(0, "Working on"),
+		},
+		want: "Work\n🔐 ok?\n  [Y]es / [N]o\n" + "  ↳ …ing" + " on",
+	}, {
+		name:        "a rewritten continuation is redrawn whole",
+		interactive: true, width: width(20),
+		steps: []step{
+			send("Work"), {send: true, text: "🔐 ok?", keys: true},
+			edit(0, "Working"), edit(0, "Worked"),
+		},
+		want: "Work\n🔐 ok?\n  [Y]es / [N]o\n" + "  ↳ …ing" + "\r\x1b[J" + "  ↳ Worked",
+	}, {
+		name:  "a rewritten older message is reprinted whole",
+		width: width(20),
+		steps: []step{send("Work"), send("other"), edit(0, "Wonk")},
+		want:  "Work\nother" + "\n  ↳ Wonk",
+	}, {
+		// Problem 3: the engine appends the outcome after a blank line.
+		name:        "an answered prompt prints its outcome once",
+		interactive: true, width: width(20),
+		steps: []step{
+			send("Hi"), {send: true, text: "🔐 ok?", keys: true},
+			edit(1, "🔐 ok?\n\n✅ Allowed by local."), edit(0, "Hi there"),
+		},
+		want: "Hi\n🔐 ok?\n  [Y]es / [N]o\n" + "  ✅ Allowed by local." + "\n  ↳ … there",
+	}, {
+		name:  "an answered prompt prints its outcome once, no prompt",
+		width: width(20),
+		steps: []step{
+			{send: true, text: "🔐 ok?", keys: true}, edit(0, "🔐 ok?\n\n❌ Denied by ada."),
+		},
+		want: "🔐 ok?\n  [Y]es / [N]o\n" + "  ❌ Denied by ada.",
+	}, {
+		name:        "after a notice the message is no longer last",
+		interactive: true, width: width(20),
+		steps: []step{send("a"), {notify: true, text: "hey"}, edit(0, "b")},
+		want:  "a\n  (only you) hey\n" + "  ↳ b",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := &syncBuffer{}
+			opts := Options{Width: tt.width}
+			if tt.interactive {
+				opts.Prompt = "you> "
+			}
+			a := New(strings.NewReader(""), out, opts)
+			conv := core.ConversationKey{Platform: "console", Channel: "local"}
+			var refs []core.MessageRef
+			for _, s := range tt.steps {
+				p := core.Post{Text: s.text}
+				if s.keys {
+					p.Buttons = yesNo
+				}
+				switch {
+				case s.send:
+					ref, err := a.Send(t.Context(), conv, p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					refs = append(refs, ref)
+				case s.notify:
+					if err := a.Notify(t.Context(), conv, core.User{ID: "local"}, s.text); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					if err := a.Edit(t.Context(), refs[s.msg], p); err != nil {
+						t.Fatalf("Edit(%q): %v", s.text, err)
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.want, out.String()); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPromptRedraw follows a streamed answer on an interactive terminal
+// through pauses, where the prompt comes back under it.
+func TestPromptRedraw(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inR, inW := io.Pipe()
+		out := &syncBuffer{}
+		a := New(inR, out, Options{Prompt: "you> ", Width: func() int { return 10 }})
+		rec := newRecorder()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx, rec) }()
+		synctest.Wait()
+		want := "you> "
+		check := func(step string) {
+			t.Helper()
+			if diff := cmp.Diff(want, out.String()); diff != "" {
+				t.Fatalf("after %s (-want +got):\n%s", step, diff)
+			}
+		}
+		quiet := func() {
+			time.Sleep(promptDelay)
+			synctest.Wait()
+			want += "\nyou> "
+		}
+		edit := func(ref core.MessageRef, text string) {
+			t.Helper()
+			if err := a.Edit(ctx, ref, core.Post{Text: text}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if !strings.Contains(out.String(), strings.TrimLeft(t3[min(len(t3), len(t2)):], " ")) {
-			t.Errorf("output %q does not show the end of %q", out.String(), t3)
+		typeLine := func(line string) {
+			io.WriteString(inW, line+"\n") // the terminal echoes it
+			<-rec.events
 		}
+
+		typeLine("hi")
+		conv := core.ConversationKey{Platform: "console", Channel: "local"}
+		ref, _ := a.Send(ctx, conv, core.Post{Text: "Hel"})
+		edit(ref, "Hello")
+		want += "Hello"
+		quiet()
+		check("a pause")
+
+		// The answer goes on: the prompt is erased and the text resumes at
+		// column 6 of the row above.
+		edit(ref, "Hello there, **wor")
+		want += "\r\x1b[K\x1b[A\x1b[6G" + " there, **wor"
+		check("resuming")
+		quiet()
+
+		// A rewrite goes up over the two rows of text and the prompt's row.
+		edit(ref, "Hello there, world")
+		want += "\r\x1b[2A\x1b[J" + "Hello there, world"
+		check("a rewrite under the prompt")
+		quiet()
+		check("the prompt after the rewrite")
+
+		// After a full row the cursor's wrap state is lost: redraw instead.
+		typeLine("again")
+		ref2, _ := a.Send(ctx, conv, core.Post{Text: "0123456789"})
+		want += "0123456789"
+		quiet()
+		edit(ref2, "0123456789ab")
+		want += "\r\x1b[1A\x1b[J" + "0123456789ab"
+		check("continuing a full row")
+
+		// Once the user typed a line the old answer is no longer last.
+		typeLine("more")
+		edit(ref, "Hello there, world!")
+		want += "  ↳ …!"
+		edit(ref, "Hello, world")
+		want += "\r\x1b[J" + "  ↳ Hello, world"
+		check("edits after the user's line")
+
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		inW.Close()
+		synctest.Wait()
 	})
+}
+
+func TestDefaultUserName(t *testing.T) {
+	osUser := func(name string, err error) func() (*user.User, error) {
+		return func() (*user.User, error) { return &user.User{Username: name}, err }
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		current func() (*user.User, error)
+		want    string
+	}{
+		{"USER first", map[string]string{"USER": "ada", "LOGNAME": "lin"}, osUser("root", nil), "ada"},
+		{"then LOGNAME", map[string]string{"LOGNAME": "lin"}, osUser("root", nil), "lin"},
+		{"then the OS user", nil, osUser("grace", nil), "grace"},
+		{"without the Windows domain", nil, osUser(`CORP\grace`, nil), "grace"},
+		{"else local", nil, osUser("", errors.New("no passwd entry")), "local"},
+		{"empty OS user", nil, osUser("", nil), "local"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			getenv := func(k string) string { return tt.env[k] }
+			if got := defaultUserName(getenv, tt.current); got != tt.want {
+				t.Errorf("defaultUserName = %q, want %q", got, tt.want)
+			}
+		})
+	}
+
+	// New uses the real environment.
+	t.Setenv("USER", "")
+	t.Setenv("LOGNAME", "lin")
+	if got := New(strings.NewReader(""), io.Discard, Options{}).user; got != (core.User{ID: "local", Name: "lin"}) {
+		t.Errorf("default user = %+v, want lin", got)
+	}
+}
+
+func TestCursorPos(t *testing.T) {
+	tests := []struct {
+		s        string
+		width    int
+		row, col int
+	}{
+		{"", 10, 0, 0},
+		{"abc", 10, 0, 3},
+		{"abc\n", 10, 1, 0},
+		{"0123456789", 10, 0, 10},
+		{"0123456789a", 10, 1, 1},
+		{"0123456789\n", 10, 1, 0},
+		{"a\tb", 10, 0, 9},
+		{"abcdefghi\t", 10, 0, 10},
+		{"123456789✅", 10, 1, 2}, // a wide character does not split
+		{"한국어", 10, 0, 6},
+		{"a\u200db\ufe0f", 10, 0, 2},
+		{"ab\rc", 10, 0, 1},
+		{"\x1b", 10, 0, 0},
+	}
+	for _, tt := range tests {
+		if row, col := cursorPos([]byte(tt.s), tt.width); row != tt.row || col != tt.col {
+			t.Errorf("cursorPos(%q, %d) = %d, %d; want %d, %d", tt.s, tt.width, row, col, tt.row, tt.col)
+		}
+	}
 }

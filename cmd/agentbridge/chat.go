@@ -72,13 +72,16 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		level = slog.LevelInfo
 	}
 	log := newLogger(stderr, level, "text")
-	interactive := false
-	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		interactive = true
-	}
 	opts := console.Options{}
-	if interactive {
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		opts.Prompt = "you> "
+		opts.Width = func() int {
+			w, _, err := term.GetSize(int(f.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		}
 	}
 	adapter := console.New(stdin, stdout, opts)
 	eng := engine.New(st, &engine.Settings{
