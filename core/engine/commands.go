@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/lane"
 )
 
 // commands lists the bridge's own commands; anything else that starts with
@@ -79,20 +80,18 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 			reply("Nothing is running.")
 		}
 	case "new":
-		if e.busy(key) {
-			reply("A turn is still running: send %sstop first, or wait for it to finish.", ps.Prefix)
-			return true
-		}
-		name, _, err := e.session(ctx, key)
-		if err == nil {
-			err = e.store.ResetSession(ctx, key, name)
-		}
-		if err != nil {
-			e.log.ErrorContext(ctx, "reset session failed", "conv", m.Conv, "err", err)
-			reply("⚠️ Could not reset the session (storage error).")
-			return true
-		}
-		reply("🆕 Fresh session started (session %q). The agent will not remember earlier messages.", name)
+		e.onLane(ctx, p, m, key, func(ctx context.Context) {
+			name, _, err := e.session(ctx, key)
+			if err == nil {
+				err = e.store.ResetSession(ctx, key, name)
+			}
+			if err != nil {
+				e.log.ErrorContext(ctx, "reset session failed", "conv", m.Conv, "err", err)
+				reply("⚠️ Could not reset the session (storage error).")
+				return
+			}
+			reply("🆕 Fresh session started (session %q). The agent will not remember earlier messages.", name)
+		})
 	case "session":
 		if arg == "" {
 			name, _, err := e.session(ctx, key)
@@ -107,23 +106,20 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 			reply("Session names are 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit.")
 			return true
 		}
-		if e.busy(key) {
-			reply("A turn is still running: send %sstop first, or wait for it to finish.", ps.Prefix)
-			return true
-		}
-		_, exists, err := e.store.Session(ctx, key, arg)
-		if err == nil {
-			err = e.store.SetActiveSession(ctx, key, arg)
-		}
-		if err != nil {
-			reply("⚠️ Could not switch sessions (storage error).")
-			return true
-		}
-		if exists {
-			reply("Switched to session %s.", arg)
-		} else {
-			reply("Switched to new session %s.", arg)
-		}
+		e.onLane(ctx, p, m, key, func(ctx context.Context) {
+			_, exists, err := e.store.Session(ctx, key, arg)
+			if err == nil {
+				err = e.store.SetActiveSession(ctx, key, arg)
+			}
+			switch {
+			case err != nil:
+				reply("⚠️ Could not switch sessions (storage error).")
+			case exists:
+				reply("Switched to session %s.", arg)
+			default:
+				reply("Switched to new session %s.", arg)
+			}
+		})
 	case "sessions":
 		active, _, err := e.session(ctx, key)
 		var list []core.Session
@@ -159,9 +155,19 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 	return true
 }
 
-func (e *Engine) busy(key core.ConversationKey) bool {
-	_, running, queued := e.lanes.Status(key)
-	return running || queued > 0
+// onLane runs a command that changes the session on the conversation's
+// lane, so it never races a turn that is still saving its session: at once
+// when the lane is idle, after the queued turns otherwise.
+func (e *Engine) onLane(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, fn func(context.Context)) {
+	pos, err := e.lanes.Enqueue(key, lane.Job{ID: "cmd-" + newID(), Run: func(ctx context.Context) {
+		fn(context.WithoutCancel(ctx))
+	}})
+	switch {
+	case err != nil:
+		e.say(ctx, p, m.Conv, "🚦 Busy: please try again when the current answer is done.")
+	case pos > 0:
+		e.say(ctx, p, m.Conv, "⏳ A turn is running; this takes effect after it.")
+	}
 }
 
 func (e *Engine) status(ctx context.Context, key, conv core.ConversationKey) string {

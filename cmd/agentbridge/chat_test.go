@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The chat tests drive the real binary as a user would: a process with
+// piped stdin and stdout, the built-in demo agent, a bbolt file in a temp
+// directory.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// agentbridgeBinary builds cmd/agentbridge once per test run.
+func agentbridgeBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "agentbridge-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "agentbridge")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			t.Logf("go build: %s", out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build agentbridge: %v", buildErr)
+	}
+	return binPath
+}
+
+// chatSession is a running `agentbridge chat`.
+type chatSession struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	mu    sync.Mutex
+	out   strings.Builder
+	grew  chan struct{} // signalled on every read
+	ended chan struct{}
+}
+
+func startChat(t *testing.T, state string, args ...string) *chatSession {
+	t.Helper()
+	cmd := exec.Command(agentbridgeBinary(t), append([]string{"chat"}, args...)...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "AGENTBRIDGE_DEMO_DELAY=1ms")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &chatSession{t: t, cmd: cmd, in: in, grew: make(chan struct{}, 1), ended: make(chan struct{})}
+	go func() {
+		defer close(c.ended)
+		r := bufio.NewReader(stdout)
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			c.mu.Lock()
+			c.out.Write(buf[:n])
+			c.mu.Unlock()
+			select {
+			case c.grew <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-c.ended
+		cmd.Wait()
+	})
+	return c
+}
+
+func (c *chatSession) say(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
+		c.t.Fatalf("write %q: %v", line, err)
+	}
+}
+
+func (c *chatSession) output() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.String()
+}
+
+// waitFor waits until the output contains want n times in all.
+func (c *chatSession) waitFor(want string, n int) {
+	c.t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for strings.Count(c.output(), want) < n {
+		select {
+		case <-c.grew:
+		case <-c.ended:
+			if strings.Count(c.output(), want) >= n {
+				return
+			}
+			c.t.Fatalf("chat exited before printing %q; output:\n%s", want, c.output())
+		case <-deadline.C:
+			c.t.Fatalf("no %q after 30s; output:\n%s", want, c.output())
+		}
+	}
+}
+
+// quit closes stdin (Ctrl-D) and waits for a clean exit.
+func (c *chatSession) quit() {
+	c.t.Helper()
+	c.in.Close()
+	select {
+	case <-c.ended:
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("chat did not exit at end of input; output:\n%s", c.output())
+	}
+	if err := c.cmd.Wait(); err != nil {
+		c.t.Fatalf("chat exited with %v; output:\n%s", err, c.output())
+	}
+}
+
+func TestChatDemoRemembersAcrossRestart(t *testing.T) {
+	state := t.TempDir()
+	c := startChat(t, state)
+	c.waitFor("Type /help", 1)
+	c.say("my name is Ada")
+	c.waitFor("Nice to meet you, Ada", 1)
+	c.waitFor("tokens", 1) // the usage footer ends the reply
+	c.say("what is my name?")
+	c.waitFor("Your name is Ada.", 1)
+	c.waitFor("tokens", 2)
+	c.quit()
+	if _, err := os.Stat(filepath.Join(state, "agentbridge", "chat.db")); err != nil {
+		t.Fatalf("no session store: %v", err)
+	}
+
+	// A new bridge process resumes the same agent session from the store.
+	c2 := startChat(t, state)
+	c2.say("what is my name?")
+	c2.waitFor("Your name is Ada.", 1)
+	c2.waitFor("tokens", 1)
+	c2.say("/new")
+	c2.waitFor("Fresh session started", 1)
+	c2.say("what is my name?")
+	c2.waitFor("tokens", 2)
+	if strings.Count(c2.output(), "Your name is Ada.") != 1 {
+		t.Errorf("after /new the agent still knows the name:\n%s", c2.output())
+	}
+	c2.quit()
+}
+
+func TestChatPermissionPrompt(t *testing.T) {
+	c := startChat(t, t.TempDir())
+	c.say("please write a file")
+	c.waitFor("[A]llow / [D]eny / Allow for this [s]ession", 1)
+	c.say("a")
+	c.waitFor("Allowed by", 1)
+	c.waitFor("wrote notes.txt", 1)
+	c.waitFor("tokens", 1)
+	c.say("write another file")
+	c.waitFor("[A]llow / [D]eny / Allow for this [s]ession", 2)
+	c.say("d")
+	c.waitFor("Denied by", 1)
+	c.waitFor("tokens", 2)
+	c.quit()
+}
+
+func TestChatStopAndRestartAfterKill(t *testing.T) {
+	state := t.TempDir()
+	c := startChat(t, state)
+	c.say("slow")
+	c.waitFor("taking my time", 1)
+	c.say("/stop")
+	c.waitFor("Stopped.", 1)
+
+	// Kill the bridge in the middle of a turn, as a crash would.
+	c.say("slow")
+	c.waitFor("taking my time", 2)
+	c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.ended
+	c.cmd.Wait()
+
+	// The next start tells the user the turn was interrupted and does not
+	// run it again.
+	c2 := startChat(t, state)
+	c2.waitFor("The bridge restarted", 1)
+	c2.quit()
+	if strings.Contains(c2.output(), "taking my time") {
+		t.Errorf("the interrupted turn ran again:\n%s", c2.output())
+	}
+}
+
+func TestChatRefusesBadProfile(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("command: x\ntimeout_secs: -1\nbogus: 1\n"), 0o600)
+	cmd := exec.Command(agentbridgeBinary(t), "chat", "--profile", bad)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit = %v, want status 2; output:\n%s", err, out)
+	}
+	for _, want := range []string{"bad.yaml:2", "timeout_secs", "bad.yaml:3", "bogus"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("error output lacks %q:\n%s", want, out)
+		}
+	}
+}
