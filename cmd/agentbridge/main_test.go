@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -15,6 +16,11 @@ import (
 func TestMain(m *testing.M) {
 	if mode, ok := os.LookupEnv("AGENTBRIDGE_TEST_AGENT"); ok {
 		os.Exit(testAgent(mode))
+	}
+	// The built-in demo profile runs os.Executable() demo-agent, which in a
+	// test is this binary: serve it the way main would.
+	if len(os.Args) > 1 && os.Args[1] == demoAgentCommand {
+		os.Exit(exitStatus(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -21,13 +21,20 @@ import (
 	"github.com/agentbridge/agentbridge/store"
 )
 
-// adapterFactory builds a platform from the config, or reports that it is
-// not enabled (nil, nil).
-type adapterFactory func(cfg *config.Config, log *slog.Logger) (core.Platform, error)
+// adapterFactory builds an enabled platform's adapter from the config. The
+// store is there for adapters that keep a cursor (Telegram's update offset).
+type adapterFactory func(cfg *config.Config, st core.Store, log *slog.Logger) (core.Platform, error)
 
-// adapters lists the chat adapters this build has, by config block name.
-// Wiring is explicit: no init-time registry.
-var adapters = map[string]adapterFactory{}
+// adapters lists the chat adapters by config block name. Wiring is
+// explicit: no init-time registry.
+var adapters = map[string]adapterFactory{
+	"slack":    newSlackAdapter,
+	"discord":  newDiscordAdapter,
+	"telegram": newTelegramAdapter,
+}
+
+// errNoAdapter is returned by a factory whose adapter is not built yet.
+var errNoAdapter = errors.New("this build has no adapter for it yet")
 
 // enabledPlatforms names the platforms the config turns on.
 func enabledPlatforms(cfg *config.Config) []string {
@@ -71,13 +78,18 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return usageError{err.Error()}
 	}
 
+	st, err := store.Open(cfg.Store, store.Options{Log: log})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
 	var platforms []core.Platform
 	for _, name := range enabledPlatforms(cfg) {
-		build, ok := adapters[name]
-		if !ok {
-			return usageErrorf("%s is enabled in %s, but this build has no %s adapter yet", name, *cfgPath, name)
+		p, err := adapters[name](cfg, st, log.With("adapter", name))
+		if errors.Is(err, errNoAdapter) {
+			return usageErrorf("%s is enabled in %s, but %v", name, *cfgPath, err)
 		}
-		p, err := build(cfg, log.With("adapter", name))
 		if err != nil {
 			return fmt.Errorf("start %s adapter: %w", name, err)
 		}
@@ -86,12 +98,6 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(platforms) == 0 {
 		return usageErrorf("no platform is enabled in %s: set enabled: true under slack, discord or telegram", *cfgPath)
 	}
-
-	st, err := store.Open(cfg.Store, store.Options{Log: log})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	eng := engine.New(st, engineSettings(cfg, profiles), engine.Options{Log: log})
 
 	var wg sync.WaitGroup
