@@ -13,6 +13,12 @@ require (
 )
 
 require (
+	github.com/bwmarrin/discordgo v0.29.0 // indirect
+	github.com/go-telegram-bot-api/telegram-bot-api/v5 v5.5.1 // indirect
+	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/kr/text v0.2.0 // indirect
+	github.com/slack-go/slack v0.35.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	golang.org/x/crypto v0.59.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 )
