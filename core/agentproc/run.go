@@ -1,7 +1,6 @@
 package agentproc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -631,79 +631,144 @@ type assembler struct {
 	usage      *Usage
 }
 
+// Buffer sizes of a running turn. An idle turn holds only the small ones;
+// the stdout buffer grows for a long line (up to MaxLineBytes plus its
+// newline) and shrinks back once that line is handled.
+const (
+	lineBufBytes   = 4 << 10
+	stderrBufBytes = 512
+)
+
 // read reads stdout line by line with bounded memory: a line longer than
 // MaxLineBytes is skipped, not buffered (D-LINE-1).
 func (a *assembler) read(rd io.Reader) {
-	br := bufio.NewReaderSize(rd, 64<<10)
+	tooLong := func(n int) {
+		a.log.LogAttrs(context.Background(), slog.LevelWarn, "stdout line too long; skipped (D-LINE-1)",
+			slog.Int("bytes", n), slog.Int("max", MaxLineBytes))
+	}
+	err := readLines(rd, MaxLineBytes, a.handle, tooLong)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
+		a.log.LogAttrs(context.Background(), slog.LevelWarn, "reading agent stdout failed", slog.Any("err", err))
+	}
+}
+
+// readLines calls handle with every line of rd (without its newline and a
+// trailing carriage return), and tooLong with the size of every line
+// longer than maxLine, which is skipped without being buffered. The line
+// passed to handle is only valid during the call: lines are handled in
+// place in the read buffer. It returns the error that ended the reading
+// (io.EOF at the end).
+func readLines(rd io.Reader, maxLine int, handle func([]byte), tooLong func(int)) error {
+	buf := make([]byte, lineBufBytes)
 	var (
-		buf     []byte
-		n       int // bytes of the current line, newline included
-		tooLong bool
+		start, end int  // unhandled bytes are buf[start:end]
+		scanned    int  // buf[start:start+scanned] has no newline
+		skipping   bool // discarding the rest of an over-long line
+		skipped    int  // bytes of that line discarded so far
 	)
 	for {
-		chunk, err := br.ReadSlice('\n')
-		n += len(chunk)
-		if !tooLong {
-			if len(buf)+len(chunk) > MaxLineBytes+1 { // content plus its newline
-				tooLong, buf = true, buf[:0]
-			} else {
-				buf = append(buf, chunk...)
+		n, err := rd.Read(buf[end:])
+		end += n
+		for {
+			i := bytes.IndexByte(buf[start+scanned:end], '\n')
+			if i < 0 {
+				scanned = end - start
+				break
 			}
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		// The line ends here: at its newline, or at EOF with bytes pending.
-		if n > 0 {
-			line := bytes.TrimSuffix(buf, []byte{'\n'})
-			if tooLong || len(line) > MaxLineBytes {
-				a.log.LogAttrs(context.Background(), slog.LevelWarn, "stdout line too long; skipped (D-LINE-1)",
-					slog.Int("bytes", n), slog.Int("max", MaxLineBytes))
-			} else {
-				a.handle(bytes.TrimSuffix(line, []byte{'\r'}))
+			nl := start + scanned + i
+			switch {
+			case skipping:
+				tooLong(skipped + nl - start + 1)
+				skipping = false
+			case nl-start > maxLine:
+				tooLong(nl - start + 1)
+			default:
+				handle(bytes.TrimSuffix(buf[start:nl], []byte{'\r'}))
 			}
-			n, tooLong = 0, false
-			if cap(buf) > 1<<20 {
-				buf = nil // do not hold a huge buffer for the rest of the turn
+			start, scanned = nl+1, 0
+		}
+		switch {
+		case skipping:
+			skipped += end - start
+			start, end, scanned = 0, 0, 0
+		case end-start > maxLine: // no newline can make this line acceptable
+			skipping, skipped = true, end-start
+			start, end, scanned = 0, 0, 0
+		}
+		if len(buf) > lineBufBytes && end-start <= lineBufBytes/2 {
+			// Done with the long line: do not hold its buffer.
+			small := make([]byte, lineBufBytes)
+			end = copy(small, buf[start:end])
+			buf, start = small, 0
+		} else if end == len(buf) {
+			if start > 0 {
+				end = copy(buf, buf[start:end])
+				start = 0
 			} else {
-				buf = buf[:0]
+				bigger := make([]byte, min(2*len(buf), maxLine+1))
+				copy(bigger, buf[:end])
+				buf = bigger
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
-				a.log.LogAttrs(context.Background(), slog.LevelWarn, "reading agent stdout failed", slog.Any("err", err))
+			// At EOF, bytes after the last newline are a line too.
+			switch {
+			case skipping:
+				tooLong(skipped)
+			case end > start && end-start > maxLine:
+				tooLong(end - start)
+			case end > start:
+				handle(bytes.TrimSuffix(buf[start:end], []byte{'\r'}))
 			}
-			return
+			return err
 		}
 	}
 }
 
-// handle applies one stdout line to the turn.
+// handle applies one stdout line to the turn. Common lines take the
+// allocation-light scanLine path; everything else goes through Classify.
 func (a *assembler) handle(line []byte) {
-	l := Classify(line)
-	ctx := context.Background()
-	if l.Kind == KindMalformed {
-		a.log.LogAttrs(ctx, slog.LevelWarn, "ignored a malformed stdout line (P-OUT-2)", slog.String("line", clip(line, 200)))
+	if s, ok := scanLine(line, a.sessionID); ok {
+		a.apply(s, nil)
 		return
 	}
-	if l.SessionID != "" {
+	l := Classify(line)
+	if l.Kind == KindMalformed {
+		a.log.LogAttrs(context.Background(), slog.LevelWarn, "ignored a malformed stdout line (P-OUT-2)", slog.String("line", clip(line, 200)))
+		return
+	}
+	s := scanned{kind: l.Kind, role: l.Role, sessionID: l.SessionID}
+	s.text, _ = l.Value.(string)
+	a.apply(s, &l)
+}
+
+// apply applies one classified line; l is the full classification when
+// there is one (it carries usage and a permission request's fields).
+func (a *assembler) apply(l scanned, full *Line) {
+	ctx := context.Background()
+	if l.sessionID != "" {
 		switch {
-		case !ValidSessionID(l.SessionID):
-			a.log.LogAttrs(ctx, slog.LevelWarn, "dropped an invalid session_id (F-SID-1)", slog.String("session_id", clip([]byte(l.SessionID), 200)))
+		case l.sessionID == a.sessionID:
+		case !ValidSessionID(l.sessionID):
+			a.log.LogAttrs(ctx, slog.LevelWarn, "dropped an invalid session_id (F-SID-1)", slog.String("session_id", clip([]byte(l.sessionID), 200)))
 		case a.sessionID == "":
-			a.sessionID = l.SessionID
-		case a.sessionID != l.SessionID:
+			a.sessionID = l.sessionID
+		default:
 			a.log.LogAttrs(ctx, slog.LevelWarn, "agent changed its session_id mid-turn; keeping the first (P-SID-4)",
-				slog.String("first", a.sessionID), slog.String("later", clip([]byte(l.SessionID), 200)))
+				slog.String("first", a.sessionID), slog.String("later", clip([]byte(l.sessionID), 200)))
 		}
 	}
-	switch l.Kind {
+	var usage *Usage
+	if full != nil {
+		usage = full.Usage
+	}
+	switch l.kind {
 	case KindPartial:
 		if !a.p.Streaming || a.errored { // P-PART-1, P-ERR-1
 			return
 		}
-		text, _ := l.Value.(string)
-		role := l.Role
+		text := l.text
+		role := l.role
 		if role == "" {
 			role = "output"
 		}
@@ -724,9 +789,9 @@ func (a *assembler) handle(line []byte) {
 			a.log.LogAttrs(ctx, slog.LevelWarn, "ignored a second result (P-RES-1)")
 		default:
 			a.resultSeen = true
-			a.resultText, _ = l.Value.(string)
-			if l.Usage != nil {
-				a.usage = l.Usage
+			a.resultText = l.text
+			if usage != nil {
+				a.usage = usage
 			}
 		}
 	case KindError:
@@ -735,14 +800,16 @@ func (a *assembler) handle(line []byte) {
 			return
 		}
 		a.errored = true
-		a.errMsg, _ = l.Value.(string)
-		if l.Usage != nil {
-			a.usage = l.Usage
+		a.errMsg = l.text
+		if usage != nil {
+			a.usage = usage
 		}
 		// Pending permission requests are moot once the turn has failed.
 		a.ts.end("", false)
 	case KindPermissionRequest:
-		a.permission(l)
+		if full != nil {
+			a.permission(*full)
+		}
 	}
 }
 
@@ -816,10 +883,15 @@ type tailBuffer struct {
 }
 
 func (t *tailBuffer) readFrom(r io.Reader) {
-	chunk := make([]byte, 32<<10)
+	// Read straight into the tail's spare room: an idle turn holds only
+	// stderrBufBytes here.
+	t.buf = make([]byte, 0, stderrBufBytes)
 	for {
-		n, err := r.Read(chunk)
-		t.buf = append(t.buf, chunk[:n]...)
+		if cap(t.buf)-len(t.buf) < stderrBufBytes/2 {
+			t.buf = slices.Grow(t.buf, max(stderrBufBytes, min(len(t.buf), 32<<10)))
+		}
+		n, err := r.Read(t.buf[len(t.buf):cap(t.buf)])
+		t.buf = t.buf[:len(t.buf)+n]
 		if len(t.buf) > 2*t.max {
 			t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
 			t.cut = true
