@@ -166,19 +166,27 @@ func reloadOnHUP(ctx context.Context, path string, eng *engine.Engine, log *slog
 			return
 		case <-hup:
 		}
-		cfg, err := config.Load(path, nil)
-		if err != nil {
+		if err := reload(path, eng); err != nil {
 			log.Error("config reload failed; keeping the old config", "err", err)
 			continue
 		}
-		profiles, err := loadProfiles(cfg)
-		if err != nil {
-			log.Error("config reload failed; keeping the old config", "err", err)
-			continue
-		}
-		eng.Reload(engineSettings(cfg, profiles))
 		log.Info("config reloaded (platform credentials and listeners apply after a restart)")
 	}
+}
+
+// reload re-reads the config at path and applies it to eng. On any error
+// the engine keeps its current settings.
+func reload(path string, eng *engine.Engine) error {
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		return err
+	}
+	profiles, err := loadProfiles(cfg)
+	if err != nil {
+		return err
+	}
+	eng.Reload(engineSettings(cfg, profiles))
+	return nil
 }
 
 // serveHealth serves /healthz on a local listener.

@@ -2,10 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/core/platformtest"
+	"github.com/agentbridge/agentbridge/store"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -47,5 +55,77 @@ func TestValidateExampleConfig(t *testing.T) {
 	err := run(t.Context(), []string{"validate", "../../config.example.yaml"}, nil, &stdout, &stderr)
 	if err != nil || !strings.Contains(stdout.String(), "is valid") {
 		t.Fatalf("validate config.example.yaml: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+}
+
+func TestReloadAppliesValidConfigAndKeepsOldOnError(t *testing.T) {
+	t.Setenv("AGENTBRIDGE_DEMO_DELAY", "1ms")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := "store: bridge.db\nprofiles: {demo: builtin:demo}\ndefault_profile: demo\n"
+	write(base + "telegram: {allow_users: [alice]}\n")
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := loadProfiles(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(cfg.Store, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eng := engine.New(st, engineSettings(cfg, profiles), engine.Options{})
+	plat := platformtest.New("telegram", platformtest.DefaultLimits)
+	h := eng.Handler(plat)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); plat.Run(ctx, h) }()
+	defer func() {
+		eng.Shutdown(context.Background(), time.Second)
+		cancel()
+		<-done
+	}()
+	<-plat.Running()
+	conv := core.ConversationKey{Platform: "telegram", Channel: "42"}
+	bob := core.User{ID: "bob"}
+	wait := func(want string) {
+		t.Helper()
+		wctx, wcancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer wcancel()
+		if !plat.Wait(wctx, func() bool { return strings.Contains(strings.Join(plat.Texts(conv), "\n"), want) }) {
+			t.Fatalf("no %q in %q", want, plat.Texts(conv))
+		}
+	}
+	plat.Deliver(t.Context(), core.Message{Conv: conv, ID: "1", From: bob, Text: "hello"})
+	wait("not allowed")
+
+	write(base + "telegram: {allow_users: [alice, bob]}\n")
+	if err := reload(path, eng); err != nil {
+		t.Fatalf("reload of a valid config: %v", err)
+	}
+	plat.Deliver(t.Context(), core.Message{Conv: conv, ID: "2", From: bob, Text: "hello"})
+	wait("You said")
+
+	write(base + "telegram: {allow_users: [alice], bogus: true}\n")
+	if err := reload(path, eng); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("reload of an invalid config = %v, want the error", err)
+	}
+	// The old (valid) config is still in force: bob may still talk.
+	if err := eng.Idle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	plat.Deliver(t.Context(), core.Message{Conv: conv, ID: "3", From: bob, Text: "again"})
+	wait("again")
+	if n := strings.Count(strings.Join(plat.Texts(conv), "\n"), "not allowed"); n != 1 {
+		t.Errorf("%d denials; the invalid reload must not have changed access", n)
 	}
 }

@@ -456,3 +456,40 @@ func TestAttachmentsArePassedAsLocalFiles(t *testing.T) {
 		t.Fatalf("agent did not read the downloaded file: %q", m.Post.Text)
 	}
 }
+
+func TestShutdownStopsTurnsAfterTheDrainDeadline(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "hang")
+	h.waitText("working")
+	h.send(bob, "waiting behind it")
+	h.waitText("Queued — position 1")
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	h.eng.Shutdown(ctx, 5*time.Second)
+	// The running turn is stopped and says why; the queued one is answered.
+	h.waitText("working\n\n⏹ Stopped: the bridge is shutting down.")
+	h.waitText("Not run: the bridge is shutting down")
+	// Intake is closed.
+	h.send(alice, "after shutdown")
+	h.waitText("not taking new messages")
+	if left, _ := h.st.Journal(t.Context()); len(left) != 0 {
+		t.Errorf("journal after a clean shutdown = %+v, want empty", left)
+	}
+}
+
+func TestShutdownLetsRunningTurnsFinish(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "sleep:800")
+	h.send(alice, "/status")
+	h.waitText("Running for")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	h.eng.Shutdown(ctx, time.Second)
+	// Shutdown returned after the turn finished on its own within the drain.
+	if !strings.Contains(strings.Join(h.plat.Texts(conv), "\n"), "done") {
+		t.Fatalf("Shutdown returned before the running turn finished: %q", h.plat.Texts(conv))
+	}
+	if n := h.count("Stopped"); n != 0 {
+		t.Errorf("a turn that finished within the drain was stopped: %q", h.plat.Texts(conv))
+	}
+}
