@@ -83,8 +83,22 @@ func testAgent(mode string) int {
 
 	case "partials": // AGENT_COUNT small partials, then an empty result
 		n, _ := strconv.Atoi(os.Getenv("AGENT_COUNT"))
+		var line []byte
 		for i := range n {
-			out.WriteString(`{"type":"partial","text":"chunk ` + strconv.Itoa(i) + ` "}` + "\n")
+			line = append(line[:0], `{"type":"partial","text":"chunk `...)
+			line = strconv.AppendInt(line, int64(i), 10)
+			line = append(line, " \"}\n"...)
+			out.Write(line)
+		}
+		out.WriteString(`{"type":"result","text":""}` + "\n")
+		return 0
+
+	case "bigpartials": // AGENT_COUNT partials of AGENT_SIZE bytes of text, then an empty result
+		n, _ := strconv.Atoi(os.Getenv("AGENT_COUNT"))
+		size, _ := strconv.Atoi(os.Getenv("AGENT_SIZE"))
+		line := []byte(`{"type":"partial","text":"` + strings.Repeat("x", size) + `"}` + "\n")
+		for range n {
+			out.Write(line)
 		}
 		out.WriteString(`{"type":"result","text":""}` + "\n")
 		return 0

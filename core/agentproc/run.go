@@ -497,7 +497,31 @@ func (r *runner) finish(a *assembler, stderr string, waitErr error) {
 
 // waitExited blocks until the process has exited without reaping it
 // (WNOWAIT), so the caller can still signal its process group safely.
+//
+// It waits on a pidfd through the runtime's poller, so a running turn does
+// not pin an OS thread in a blocking waitid (with 1,000 turns that would be
+// 1,000 threads and their stacks); without pidfds it falls back to that
+// blocking waitid.
 func waitExited(pid int) {
+	if fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK); err == nil {
+		// The child is not reaped before this returns, so pid still names it.
+		f := os.NewFile(uintptr(fd), "pidfd")
+		defer f.Close()
+		if rc, err := f.SyscallConn(); err == nil {
+			var waitErr error
+			err = rc.Read(func(fd uintptr) bool {
+				var info unix.Siginfo // zeroed: Signo stays 0 while it runs
+				waitErr = unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+				if waitErr == unix.EINTR {
+					return false
+				}
+				return waitErr != nil || info.Signo != 0
+			})
+			if err == nil && waitErr == nil {
+				return
+			}
+		}
+	}
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
