@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -98,7 +96,8 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(platforms) == 0 {
 		return usageErrorf("no platform is enabled in %s: set enabled: true under slack, discord or telegram", *cfgPath)
 	}
-	eng := engine.New(st, engineSettings(cfg, profiles), engine.Options{Log: log})
+	m := newMetrics()
+	eng := engine.New(st, engineSettings(cfg, profiles), engine.Options{Log: log, Observer: m})
 
 	var wg sync.WaitGroup
 	runCtx, stopAdapters := context.WithCancel(context.Background())
@@ -111,7 +110,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log.Error("could not report all interrupted turns", "err", err)
 	}
 	if cfg.Metrics.Listen != "" {
-		srv, err := serveHealth(cfg.Metrics.Listen, eng, log)
+		srv, err := serveMetrics(cfg.Metrics.Listen, m, log)
 		if err != nil {
 			return err
 		}
@@ -187,23 +186,4 @@ func reload(path string, eng *engine.Engine) error {
 	}
 	eng.Reload(engineSettings(cfg, profiles))
 	return nil
-}
-
-// serveHealth serves /healthz on a local listener.
-func serveHealth(addr string, eng *engine.Engine, log *slog.Logger) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics listener stopped", "err", err)
-		}
-	}()
-	return srv, nil
 }

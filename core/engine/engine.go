@@ -70,6 +70,8 @@ type Options struct {
 	// FinalTimeout bounds how long a finished turn keeps retrying to deliver
 	// its final text; default 2m.
 	FinalTimeout time.Duration
+	// Observer receives counts for metrics; nil discards them.
+	Observer Observer
 }
 
 // Engine is the conversation engine. Create it with New, attach platforms
@@ -105,6 +107,9 @@ func New(st core.Store, s *Settings, opts Options) *Engine {
 	}
 	if opts.FinalTimeout <= 0 {
 		opts.FinalTimeout = 2 * time.Minute
+	}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
 	}
 	base, stop := context.WithCancel(context.Background())
 	e := &Engine{
@@ -204,20 +209,26 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 	allowed := ps.allowed(m.Conv, m.From.ID)
 	key := ps.Scope.SessionKey(m.Conv, m.From.ID)
 
+	obs := e.opts.Observer
 	if isCmd || !allowed || e.draining.Load() {
 		if e.seen(ctx, p, m, nil) {
+			obs.Message(p.Name(), "duplicate")
 			return
 		}
 		switch {
 		case isCmd && cmd == "whoami":
+			obs.Message(p.Name(), "command")
 			// Answered before the access check: it is how a denied user
 			// learns the id to ask for.
 			e.say(ctx, p, m.Conv, whoami(p.Name(), m))
 		case !allowed:
+			obs.Message(p.Name(), "denied")
 			log.InfoContext(ctx, "access denied", "user", m.From.ID)
 			e.say(ctx, p, m.Conv, fmt.Sprintf("🔒 Sorry, you are not allowed to use this bot. Your %s user id is %s: ask the operator to add it to allow_users.", p.Name(), m.From.ID))
 		case isCmd && e.command(ctx, p, m, key, cmd, arg):
+			obs.Message(p.Name(), "command")
 		default: // draining
+			obs.Message(p.Name(), "draining")
 			e.say(ctx, p, m.Conv, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
 		}
 		return
@@ -226,6 +237,7 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 	// Dedup and the journal entry share one write: a crash after it is
 	// reported on restart instead of losing the message silently.
 	if e.seen(ctx, p, m, &core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, Queued: true, StartedAt: t.queuedAt}) {
+		obs.Message(p.Name(), "duplicate")
 		return
 	}
 	e.enqueue(ctx, t, s)

@@ -53,6 +53,7 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 			log.WarnContext(ctx, "auto-allow failed", "err", err)
 		}
 		log.InfoContext(ctx, "permission auto-allowed for this session")
+		e.opts.Observer.Permission(t.plat.Name(), "auto_allowed")
 		return
 	}
 
@@ -87,6 +88,16 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 	pr.mu.Lock()
 	outcome := pr.outcome
 	pr.mu.Unlock()
+	result := "denied"
+	switch {
+	case source == agentproc.AnsweredByPermissionTimeout:
+		result = "timeout"
+	case source == agentproc.AnsweredByTurnEnd:
+		result = "turn_ended"
+	case d.Allow:
+		result = "allowed"
+	}
+	e.opts.Observer.Permission(t.plat.Name(), result)
 	switch {
 	case source == agentproc.AnsweredByPermissionTimeout:
 		outcome = "⌛ No answer in time — denied."

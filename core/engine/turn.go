@@ -47,6 +47,7 @@ func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 	p, m := t.plat, t.msg
 	// Depth is checked here, not in lanes, so a reload applies at once.
 	if _, running, queued := e.lanes.Status(t.key); running && queued >= s.QueueDepth {
+		e.opts.Observer.Message(p.Name(), "busy")
 		e.forget(ctx, t)
 		e.say(ctx, p, m.Conv, fmt.Sprintf("🚦 Busy: %d messages are already waiting here. Please send this again when the current answer is done.", queued))
 		return
@@ -67,6 +68,9 @@ func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 		e.say(ctx, p, m.Conv, "⚠️ Could not queue your message: "+err.Error())
 	case pos > 0:
 		e.say(ctx, p, m.Conv, fmt.Sprintf("⏳ Queued — position %d. I'll answer when the current turn is done.", pos))
+	}
+	if err == nil {
+		e.opts.Observer.Message(p.Name(), "turn")
 	}
 }
 
@@ -168,6 +172,7 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	}
 
 	log.InfoContext(ctx, "turn started", "profile", profileName, "session", sessName)
+	e.opts.Observer.TurnStarted(t.plat.Name(), profileName)
 	out, err := agentproc.Run(ctx, prof, agentproc.Turn{
 		Message:     m.Text,
 		SessionID:   sess.AgentID,
@@ -193,10 +198,13 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		return
 	}
 	log.InfoContext(ctx, "turn finished", "exit_code", out.ExitCode, "duration", out.Duration, "stderr_tail", lastLine(out.Stderr))
+	e.opts.Observer.TurnFinished(t.plat.Name(), profileName, turnResult(out), out.Duration)
 
 	stopAfter := time.AfterFunc(e.opts.FinalTimeout, pcancel)
 	defer stopAfter.Stop()
-	finish(log, pres, finalFor(out, s.Presenter.UsageFooter))
+	if !finish(log, pres, finalFor(out, s.Presenter.UsageFooter)) {
+		e.opts.Observer.ReplyLost(t.plat.Name())
+	}
 
 	// P-SID-5: the session id is kept even when the turn failed. Saved after
 	// the reply so its disk sync does not delay it; the lane is held until
@@ -206,11 +214,29 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	}
 }
 
-func finish(log *slog.Logger, pres *stream.Presenter, f stream.Final) {
+// finish delivers the final text and reports whether it arrived.
+func finish(log *slog.Logger, pres *stream.Presenter, f stream.Final) bool {
 	if err := pres.Finish(f); err != nil {
 		// Logged loudly: this is the one way a reply can be lost.
 		log.Error("final reply could not be delivered", "err", err)
+		return false
 	}
+	return true
+}
+
+// turnResult names how a turn ended, for metrics.
+func turnResult(out agentproc.Outcome) string {
+	switch {
+	case out.TimedOut:
+		return "timeout"
+	case out.Stopped != nil:
+		return "stopped"
+	case out.ExitCode == 127:
+		return "start_failed"
+	case out.Failed():
+		return "error"
+	}
+	return "ok"
 }
 
 // finalFor turns a runner outcome into what the reply ends with.

@@ -1,0 +1,29 @@
+package engine
+
+import "time"
+
+// Observer receives the engine's countable events, for metrics. Methods are
+// called from many goroutines and must not block.
+type Observer interface {
+	// Message counts an incoming message by what became of it: "turn",
+	// "command", "duplicate", "denied", "busy" or "draining".
+	Message(platform, result string)
+	// TurnStarted and TurnFinished bracket a turn; result is "ok", "error",
+	// "timeout", "stopped" or "start_failed".
+	TurnStarted(platform, profile string)
+	TurnFinished(platform, profile, result string, d time.Duration)
+	// Permission counts an answered permission request: "allowed",
+	// "denied", "timeout", "turn_ended" or "auto_allowed".
+	Permission(platform, result string)
+	// ReplyLost counts final replies that could not be delivered.
+	ReplyLost(platform string)
+}
+
+// nopObserver is the Observer used when none is given.
+type nopObserver struct{}
+
+func (nopObserver) Message(string, string)                             {}
+func (nopObserver) TurnStarted(string, string)                         {}
+func (nopObserver) TurnFinished(string, string, string, time.Duration) {}
+func (nopObserver) Permission(string, string)                          {}
+func (nopObserver) ReplyLost(string)                                   {}
