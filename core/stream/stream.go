@@ -180,12 +180,27 @@ func (s *Presenter) loop(ctx context.Context) error {
 		notBefore   time.Time // rate limit or backoff
 		backoff     = minBackoff
 		start       = time.Now()
+		win         = window{to: -1}
+		groupStart  time.Time // when the current group's first message was sent
 	)
 	if maxText <= 0 {
 		maxText = 4000
 	}
 	for {
-		md, final := s.compose()
+		if s.lim.EditWindow > 0 && win.to < 0 && len(sent) > 0 && !placeholder &&
+			time.Since(groupStart) > s.lim.EditWindow-editMargin(s.lim.EditWindow) {
+			// The group's messages will soon be too old to edit: close it at
+			// a block boundary and continue in new messages.
+			s.mu.Lock()
+			cut := blockCut(s.output.String(), win.from)
+			s.mu.Unlock()
+			if cut > win.from {
+				win.to = cut
+			} else {
+				groupStart = time.Now() // nowhere to cut yet; look again later
+			}
+		}
+		md, final := s.compose(win)
 		dialect := s.lim.Dialect
 		if plainMode {
 			dialect = render.Plain
@@ -211,6 +226,11 @@ func (s *Presenter) loop(ctx context.Context) error {
 		}
 
 		if idx < 0 && !wantPlaceholder {
+			if win.to >= 0 {
+				// The closing group shows its part: open the next group.
+				win, sent, groupStart = window{from: win.to, to: -1}, nil, time.Time{}
+				continue
+			}
 			if final != nil {
 				return nil
 			}
@@ -258,6 +278,9 @@ func (s *Presenter) loop(ctx context.Context) error {
 			}
 		}
 		lastOp = time.Now()
+		if groupStart.IsZero() {
+			groupStart = lastOp
+		}
 
 		if err == nil {
 			backoff = minBackoff
@@ -269,7 +292,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 				s.reply(ref, true)
 			case isSend:
 				sent = append(sent, m)
-				if idx == 0 {
+				if idx == 0 && win.from == 0 {
 					s.reply(ref, false)
 				}
 			default:
@@ -328,40 +351,85 @@ func (s *Presenter) idle(ctx context.Context, noneSent bool, start time.Time) er
 	return nil
 }
 
+// editMargin is how long before the edit window closes a group is closed:
+// time for the closing edit even under rate limits.
+func editMargin(window time.Duration) time.Duration {
+	return min(max(window/12, time.Second), 5*time.Minute)
+}
+
 func (s *Presenter) reply(ref core.MessageRef, placeholder bool) {
 	if s.opts.OnReply != nil {
 		s.opts.OnReply(ref, placeholder)
 	}
 }
 
-// compose builds the Markdown source of the whole reply as it stands.
-func (s *Presenter) compose() (string, *Final) {
+// window is the part of the output a group of messages shows: output[from:to]
+// (to < 0: to the end). A reply moves to a new group of messages when its
+// messages get too old to edit (Limits.EditWindow).
+type window struct{ from, to int }
+
+// compose builds the Markdown source of the reply's current group of
+// messages as it stands. The final parts (error, notice, footer) belong to
+// the open-ended last group only.
+func (s *Presenter) compose(w window) (string, *Final) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var b strings.Builder
-	if s.opts.ShowThinking && s.thinking.Len() > 0 {
+	if w.from == 0 && s.opts.ShowThinking && s.thinking.Len() > 0 {
 		b.WriteString(quote(s.thinking.String()))
 	}
-	body := s.output.String()
-	if s.final != nil && body == "" {
-		body = s.final.Reply
+	out := s.output.String()
+	to := len(out)
+	if w.to >= 0 {
+		to = w.to
+	}
+	body := out[w.from:to]
+	final := s.final
+	if w.to >= 0 {
+		final = nil // a closing group gets no final parts
+	} else if final != nil && out == "" {
+		body = final.Reply
 	}
 	appendBlock(&b, body)
-	if f := s.final; f != nil {
+	if f := final; f != nil {
 		if f.Error != "" {
 			appendBlock(&b, "⚠️ **Error:** "+render.EscapeMarkdown(f.Error))
 		}
 		if f.Notice != "" {
 			appendBlock(&b, "_"+render.EscapeMarkdown(f.Notice)+"_")
 		}
-		if b.Len() == 0 {
+		if b.Len() == 0 && w.from == 0 {
 			appendBlock(&b, "_(the agent finished without a reply)_")
 		}
 		if f.Footer != "" {
 			appendBlock(&b, "_"+render.EscapeMarkdown(f.Footer)+"_")
 		}
 	}
-	return b.String(), s.final
+	return b.String(), final
+}
+
+// blockCut returns the end of the last complete top-level block in
+// out[from:] — just after a blank line outside any code fence — or -1.
+func blockCut(out string, from int) int {
+	cut, fenced := -1, false
+	pos := from
+	for pos < len(out) {
+		end := strings.IndexByte(out[pos:], '\n')
+		if end < 0 {
+			break
+		}
+		line := out[pos : pos+end]
+		next := pos + end + 1
+		trimmed := strings.TrimLeft(line, " ")
+		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+			fenced = !fenced
+		}
+		if !fenced && strings.TrimSpace(line) == "" && next-from > 1 {
+			cut = next
+		}
+		pos = next
+	}
+	return cut
 }
 
 func appendBlock(b *strings.Builder, block string) {

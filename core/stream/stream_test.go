@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -249,6 +250,49 @@ func TestFinishReturnsErrorWhenContextEnds(t *testing.T) {
 		s.Partial(stream.RoleOutput, "x")
 		if err := s.Finish(stream.Final{}); err == nil {
 			t.Fatal("Finish = nil although every send failed until the deadline")
+		}
+	})
+}
+
+func TestLongStreamContinuesPastTheEditWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := plainLimits(4000, time.Second)
+		lim.EditWindow = 10 * time.Minute // Discord's is an hour
+		p := platformtest.New("fake", lim)
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		var paras []string
+		for i := range 30 { // one paragraph a minute for half an hour
+			para := fmt.Sprintf("paragraph %d of the long answer", i)
+			paras = append(paras, para)
+			s.Partial(stream.RoleOutput, para+"\n\n")
+			time.Sleep(time.Minute)
+		}
+		if err := s.Finish(stream.Final{Footer: "done"}); err != nil {
+			t.Fatal(err)
+		}
+		sentAt := map[string]time.Time{}
+		for _, c := range p.Calls() {
+			switch c.Op {
+			case platformtest.OpSend:
+				sentAt[c.Ref.ID] = c.At
+			case platformtest.OpEdit:
+				if age := c.At.Sub(sentAt[c.Ref.ID]); age > lim.EditWindow {
+					t.Errorf("edited message %s at age %v, past the %v edit window", c.Ref.ID, age, lim.EditWindow)
+				}
+			}
+		}
+		got := p.Texts(conv)
+		if len(got) < 3 {
+			t.Fatalf("%d messages for a 30-minute stream with a 10-minute edit window; want ≥3", len(got))
+		}
+		all := strings.Join(got, "\n\n")
+		for _, para := range paras {
+			if n := strings.Count(all+"\n", para+"\n"); n != 1 {
+				t.Errorf("%q shown %d times, want once", para, n)
+			}
+		}
+		if !strings.HasSuffix(got[len(got)-1], "done") {
+			t.Errorf("the footer is not at the end of the last message: %q", got[len(got)-1])
 		}
 	})
 }
