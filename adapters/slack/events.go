@@ -1,0 +1,153 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+)
+
+// maxEventBody bounds an Events API request body.
+const maxEventBody = 1 << 20
+
+// runEvents serves the Events API (and interactivity) over HTTP on
+// EventsListen until ctx ends.
+func (a *Adapter) runEvents(ctx context.Context, d *dispatcher) error {
+	ln, err := net.Listen("tcp", a.opts.EventsListen)
+	if err != nil {
+		return fmt.Errorf("slack: events listener: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           a.eventsHandler(ctx, d),
+		ReadHeaderTimeout: 5 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	a.mu.Lock()
+	a.eventsAddr = ln.Addr().String()
+	a.mu.Unlock()
+	a.log.InfoContext(ctx, "slack: events API listening", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shut)
+		<-errc
+		return nil
+	case err := <-errc:
+		return fmt.Errorf("slack: events listener stopped: %w", err)
+	}
+}
+
+// EventsAddr reports the address the Events API listener is bound to, or ""
+// before it is. Useful with EventsListen "127.0.0.1:0".
+func (a *Adapter) EventsAddr() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.eventsAddr
+}
+
+// eventsHandler verifies each request's signature (HMAC with the signing
+// secret over the timestamp and raw body; stale timestamps refused), answers
+// at once and hands the event on from a goroutine.
+func (a *Adapter) eventsHandler(ctx context.Context, d *dispatcher) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxEventBody+1))
+		if err != nil || len(body) > maxEventBody {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		if err := a.verify(r.Header, body); err != nil {
+			a.log.WarnContext(ctx, "slack: events request refused", "err", err, "remote", r.RemoteAddr)
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		}
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+			a.formRequest(ctx, d, w, body)
+			return
+		}
+		ea, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+		if err != nil {
+			http.Error(w, "bad event", http.StatusBadRequest)
+			return
+		}
+		switch ea.Type {
+		case slackevents.URLVerification:
+			var ch slackevents.ChallengeResponse
+			json.Unmarshal(body, &ch)
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, ch.Challenge)
+			return
+		case slackevents.CallbackEvent:
+			cb, _ := ea.Data.(*slackevents.EventsAPICallbackEvent)
+			id := ""
+			if cb != nil {
+				id = cb.EventID
+			}
+			// X-Slack-Retry-Num redeliveries carry the same event_id and are
+			// dropped by eventsAPI's dedup; answer 200 so Slack stops.
+			w.WriteHeader(http.StatusOK)
+			a.eventsAPI(ctx, d, ea, id)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// verify checks Slack's request signature and timestamp window.
+func (a *Adapter) verify(h http.Header, body []byte) error {
+	sv, err := slackapi.NewSecretsVerifier(h, a.opts.SigningSecret.Reveal())
+	if err != nil {
+		return fmt.Errorf("verify request: %w", err)
+	}
+	if _, err := sv.Write(body); err != nil {
+		return fmt.Errorf("verify request: %w", err)
+	}
+	if err := sv.Ensure(); err != nil {
+		return fmt.Errorf("verify request: %w", err)
+	}
+	return nil
+}
+
+// formRequest handles interactivity (payload=…) and slash commands, which
+// Slack posts form-encoded.
+func (a *Adapter) formRequest(ctx context.Context, d *dispatcher, w http.ResponseWriter, body []byte) {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	if p := form.Get("payload"); p != "" {
+		var cb slackapi.InteractionCallback
+		if err := json.Unmarshal([]byte(p), &cb); err != nil {
+			http.Error(w, "bad payload", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		a.interaction(ctx, d, cb)
+		return
+	}
+	if form.Get("command") != "" {
+		cmd := slackapi.SlashCommand{TeamID: form.Get("team_id"), ChannelID: form.Get("channel_id"),
+			UserID: form.Get("user_id"), UserName: form.Get("user_name"), Command: form.Get("command"),
+			Text: form.Get("text"), TriggerID: form.Get("trigger_id")}
+		w.WriteHeader(http.StatusOK)
+		a.slashCommand(ctx, d, cmd)
+		return
+	}
+	http.Error(w, "unknown request", http.StatusBadRequest)
+}

@@ -1,0 +1,386 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/agentbridge/agentbridge/core"
+)
+
+// Run authenticates, then receives events over the configured transport
+// until ctx ends. Every envelope is acknowledged before it is handed to h,
+// from a goroutine Run waits for before it returns.
+func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
+	if err := a.authenticate(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	d := &dispatcher{a: a, h: h, wg: &wg}
+	if a.opts.Mode == ModeEvents {
+		return a.runEvents(ctx, d)
+	}
+	return a.runSocket(ctx, d)
+}
+
+// dispatcher hands normalized events to the handler without blocking the
+// reader.
+type dispatcher struct {
+	a  *Adapter
+	h  core.Handler
+	wg *sync.WaitGroup
+}
+
+func (d *dispatcher) message(ctx context.Context, m core.Message) {
+	d.wg.Go(func() { d.h.HandleMessage(ctx, m) })
+}
+
+func (d *dispatcher) action(ctx context.Context, act core.Action) {
+	d.wg.Go(func() { d.h.HandleAction(ctx, act) })
+}
+
+// runSocket runs a Socket Mode connection; slack-go reconnects it with
+// backoff and jitter on drops, ping timeouts and disconnect envelopes.
+func (a *Adapter) runSocket(ctx context.Context, d *dispatcher) error {
+	sm := socketmode.New(a.api, socketmode.OptionPingInterval(a.opts.PingInterval))
+	smCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- sm.RunContext(smCtx) }()
+	for {
+		select {
+		case evt := <-sm.Events:
+			a.socketEvent(ctx, sm, d, evt)
+		case err := <-errc:
+			if ctx.Err() != nil {
+				return nil
+			}
+			if code, ok := fatalAuth(err); ok {
+				return fmt.Errorf("slack: the app token was rejected (%s): check slack.app_token", code)
+			}
+			return fmt.Errorf("slack: socket mode stopped: %w", a.scrub(err))
+		}
+	}
+}
+
+// socketEvent acks one Socket Mode event and dispatches it.
+func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, d *dispatcher, evt socketmode.Event) {
+	ack := func() {
+		if evt.Request == nil || evt.Request.EnvelopeID == "" {
+			return
+		}
+		if err := sm.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil && ctx.Err() == nil {
+			a.log.WarnContext(ctx, "slack: ack failed", "envelope", evt.Request.EnvelopeID, "err", a.scrub(err))
+		}
+	}
+	switch evt.Type {
+	case socketmode.EventTypeEventsAPI:
+		ack()
+		ea, ok := evt.Data.(slackevents.EventsAPIEvent)
+		if !ok {
+			return
+		}
+		eventID := ""
+		if cb, ok := ea.Data.(*slackevents.EventsAPICallbackEvent); ok {
+			eventID = cb.EventID
+		}
+		a.eventsAPI(ctx, d, ea, eventID)
+	case socketmode.EventTypeInteractive:
+		ack()
+		if cb, ok := evt.Data.(slackapi.InteractionCallback); ok {
+			a.interaction(ctx, d, cb)
+		}
+	case socketmode.EventTypeSlashCommand:
+		ack()
+		if cmd, ok := evt.Data.(slackapi.SlashCommand); ok {
+			a.slashCommand(ctx, d, cmd)
+		}
+	case socketmode.EventTypeErrorBadMessage:
+		// slack-go does not ack envelopes it cannot parse; Slack would
+		// redeliver them forever.
+		if bad, ok := evt.Data.(*socketmode.ErrorBadMessage); ok {
+			var env struct {
+				EnvelopeID string `json:"envelope_id"`
+			}
+			if json.Unmarshal(bad.Message, &env) == nil && env.EnvelopeID != "" {
+				sm.AckCtx(ctx, env.EnvelopeID, nil)
+			}
+			a.log.WarnContext(ctx, "slack: unreadable envelope", "err", bad.Cause)
+		}
+	case socketmode.EventTypeConnectionError:
+		if ce, ok := evt.Data.(*slackapi.ConnectionErrorEvent); ok {
+			a.log.WarnContext(ctx, "slack: socket mode connect failed; retrying", "err", a.scrub(ce.ErrorObj), "backoff", ce.Backoff)
+		}
+	case socketmode.EventTypeConnected:
+		a.log.InfoContext(ctx, "slack: socket mode connected")
+	}
+}
+
+// eventsAPI normalizes one Events API callback (from either transport).
+func (a *Adapter) eventsAPI(ctx context.Context, d *dispatcher, ea slackevents.EventsAPIEvent, eventID string) {
+	if eventID != "" && !a.recent.add("event:"+ea.TeamID+":"+eventID) {
+		return // a redelivery of an envelope already handled
+	}
+	team := ea.TeamID
+	var in inbound
+	switch ev := ea.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		in = inbound{team: team, user: ev.User, botID: ev.BotID, text: ev.Text, ts: ev.TimeStamp,
+			thread: ev.ThreadTimeStamp, channel: ev.Channel, files: ev.Files, mention: true}
+	case *slackevents.MessageEvent:
+		switch ev.SubType {
+		case "", "file_share", "thread_broadcast":
+		default:
+			return // edits, deletions, joins, the bot's own bot_message…
+		}
+		in = inbound{team: team, user: ev.User, botID: ev.BotID, text: ev.Text, ts: ev.TimeStamp,
+			thread: ev.ThreadTimeStamp, channel: ev.Channel, channelType: ev.ChannelType}
+		if ev.Message != nil {
+			in.files = ev.Message.Files
+			if in.botID == "" {
+				in.botID = ev.Message.BotID
+			}
+		}
+		if ev.SubType == "bot_message" {
+			in.fromBot = true
+		}
+	default:
+		return
+	}
+	m, ok := a.normalize(ctx, in)
+	if !ok {
+		return
+	}
+	d.message(ctx, m)
+}
+
+// inbound is a message event before normalization.
+type inbound struct {
+	team, user, botID, text, ts, thread, channel, channelType string
+	files                                                     []slackapi.File
+	mention, fromBot                                          bool
+}
+
+var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(\|[^>]*)?>`)
+
+// commandWords are the bridge commands "@bot WORD" may name; the engine
+// parses them once the adapter adds the prefix.
+var commandWords = map[string]bool{"new": true, "stop": true, "status": true, "session": true,
+	"sessions": true, "help": true, "whoami": true}
+
+// normalize turns an inbound event into a core message, or reports false
+// for messages the bridge does not answer.
+func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool) {
+	team, botUser, botID := a.identity()
+	if in.team == "" {
+		in.team = team
+	}
+	if in.user == botUser || (in.botID != "" && in.botID == botID) {
+		return core.Message{}, false // our own message
+	}
+	if (in.botID != "" || in.fromBot) && !a.opts.AllowBots {
+		return core.Message{}, false
+	}
+	if in.user == "" || in.channel == "" || in.ts == "" {
+		return core.Message{}, false
+	}
+	mentioned := in.mention
+	for _, sm := range mentionRE.FindAllStringSubmatch(in.text, -1) {
+		if sm[1] == botUser {
+			mentioned = true
+		}
+	}
+	isDM := in.channelType == "im" || strings.HasPrefix(in.channel, "D")
+	conv := core.ConversationKey{Platform: Name, Workspace: in.team, Channel: in.channel}
+	switch {
+	case isDM:
+		conv.Thread = in.thread // one conversation per DM, or per thread when the user threads
+	case in.thread != "":
+		conv.Thread = in.thread
+		if !mentioned && !a.inThread(ctx, conv) {
+			return core.Message{}, false // a thread the bot is not part of
+		}
+	default:
+		if !mentioned {
+			return core.Message{}, false // top-level channel chatter
+		}
+		conv.Thread = in.ts // the mention starts a thread
+	}
+	if mentioned && !isDM {
+		a.joinThread(ctx, conv)
+	}
+	text := strings.TrimSpace(mentionRE.ReplaceAllStringFunc(in.text, func(s string) string {
+		if sm := mentionRE.FindStringSubmatch(s); sm != nil && sm[1] == botUser {
+			return ""
+		}
+		return s
+	}))
+	text = a.asCommand(text, mentioned)
+	text = unescape(text)
+	m := core.Message{
+		Conv: conv,
+		ID:   in.channel + ":" + in.ts,
+		From: core.User{ID: in.user},
+		Text: text,
+		Time: tsTime(in.ts),
+	}
+	for _, f := range in.files {
+		kind := "file"
+		if strings.HasPrefix(f.Mimetype, "image/") {
+			kind = "image"
+		}
+		m.Attachments = append(m.Attachments, core.Attachment{Kind: kind, Name: f.Name, MIME: f.Mimetype,
+			Size: int64(f.Size), Source: f.ID})
+	}
+	return m, true
+}
+
+// asCommand turns "@bot new" into "!new": Slack keeps messages starting
+// with "/" for its own slash commands, so a bare command word after a
+// mention is a bridge command. Only a whole-message command word counts, so
+// "@bot help me with X" still reaches the agent.
+func (a *Adapter) asCommand(text string, mentioned bool) string {
+	if !mentioned {
+		return text
+	}
+	fields := strings.Fields(text)
+	if len(fields) == 0 {
+		return text
+	}
+	word := strings.ToLower(fields[0])
+	if !commandWords[word] || (len(fields) > 1 && !(word == "session" && len(fields) == 2)) {
+		return text
+	}
+	return a.opts.CommandPrefix + strings.Join(append([]string{word}, fields[1:]...), " ")
+}
+
+// unescape undoes Slack's escaping of & < > in message text.
+func unescape(s string) string {
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
+
+// tsTime parses a Slack ts ("1700000000.000100").
+func tsTime(ts string) time.Time {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	us, _ := strconv.ParseInt(frac, 10, 64)
+	return time.Unix(s, us*1000)
+}
+
+// threadCursor names the store entry that marks a thread as the bot's.
+func threadCursor(conv core.ConversationKey) string {
+	return "slack/thread/" + conv.Workspace + "/" + conv.Channel + "/" + conv.Thread
+}
+
+func (a *Adapter) joinThread(ctx context.Context, conv core.ConversationKey) {
+	key := threadCursor(conv)
+	a.mu.Lock()
+	known := a.threads[key]
+	a.threads[key] = true
+	a.mu.Unlock()
+	if known || a.opts.Store == nil {
+		return
+	}
+	if err := a.opts.Store.SetCursor(ctx, key, "1"); err != nil {
+		a.log.WarnContext(ctx, "slack: could not remember thread", "conv", conv, "err", err)
+	}
+}
+
+func (a *Adapter) inThread(ctx context.Context, conv core.ConversationKey) bool {
+	key := threadCursor(conv)
+	a.mu.Lock()
+	known := a.threads[key]
+	a.mu.Unlock()
+	if known || a.opts.Store == nil {
+		return known
+	}
+	v, err := a.opts.Store.Cursor(ctx, key)
+	if err != nil || v == "" {
+		return false
+	}
+	a.mu.Lock()
+	a.threads[key] = true
+	a.mu.Unlock()
+	return true
+}
+
+// interaction turns a button press into a core action.
+func (a *Adapter) interaction(ctx context.Context, d *dispatcher, cb slackapi.InteractionCallback) {
+	if cb.Type != slackapi.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
+		return
+	}
+	team, _, _ := a.identity()
+	if cb.Team.ID != "" {
+		team = cb.Team.ID
+	}
+	channel := cb.Channel.ID
+	if channel == "" {
+		channel = cb.Container.ChannelID
+	}
+	thread := cb.Container.ThreadTs
+	if thread == "" {
+		thread = cb.Message.ThreadTimestamp
+	}
+	msgTS := cb.Container.MessageTs
+	if msgTS == "" || channel == "" {
+		return
+	}
+	conv := core.ConversationKey{Platform: Name, Workspace: team, Channel: channel, Thread: thread}
+	for _, ba := range cb.ActionCallback.BlockActions {
+		if !strings.HasPrefix(ba.ActionID, actionPrefix) {
+			continue
+		}
+		if !a.recent.add("press:" + channel + ":" + msgTS + ":" + cb.User.ID + ":" + ba.ActionTs) {
+			continue
+		}
+		user := core.User{ID: cb.User.ID, Name: cb.User.Name}
+		var once sync.Once
+		act := core.Action{
+			Conv: conv, From: user, Value: ba.Value,
+			Ref: core.MessageRef{Conv: conv, ID: msgTS},
+			Reply: func(text string) {
+				once.Do(func() {
+					if err := a.Notify(context.WithoutCancel(ctx), conv, user, text); err != nil {
+						a.log.WarnContext(ctx, "slack: private reply failed", "conv", conv, "err", err)
+					}
+				})
+			},
+		}
+		d.action(ctx, act)
+	}
+}
+
+// slashCommand delivers a registered slash command ("/agent new") as a
+// message, so the engine handles it like typed text.
+func (a *Adapter) slashCommand(ctx context.Context, d *dispatcher, cmd slackapi.SlashCommand) {
+	team := cmd.TeamID
+	if team == "" {
+		team, _, _ = a.identity()
+	}
+	text := strings.TrimSpace(cmd.Text)
+	text = a.asCommand(text, true)
+	conv := core.ConversationKey{Platform: Name, Workspace: team, Channel: cmd.ChannelID}
+	d.message(ctx, core.Message{
+		Conv: conv,
+		ID:   "cmd:" + cmd.TriggerID,
+		From: core.User{ID: cmd.UserID, Name: cmd.UserName},
+		Text: text,
+		Time: time.Now(),
+	})
+}

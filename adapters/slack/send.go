@@ -1,0 +1,329 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	slackapi "github.com/slack-go/slack"
+	"golang.org/x/time/rate"
+
+	"github.com/agentbridge/agentbridge/core"
+)
+
+// Block Kit limits.
+const (
+	maxSection   = 3000 // characters of text in one section block
+	maxBlocks    = 50
+	actionPrefix = "agentbridge-"
+)
+
+// Send posts p in to's channel, in to's thread when it has one.
+func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post) (core.MessageRef, error) {
+	opts := a.content(p)
+	if to.Thread != "" {
+		opts = append(opts, slackapi.MsgOptionTS(to.Thread))
+	}
+	ch, ts, err := a.api.PostMessageContext(ctx, to.Channel, opts...)
+	if err != nil {
+		return core.MessageRef{}, a.translate("chat.postMessage", err)
+	}
+	if ch == "" {
+		ch = to.Channel
+	}
+	ref := core.MessageRef{Conv: to, ID: ts}
+	if len(p.Buttons) > 0 {
+		a.mu.Lock()
+		a.buttoned[ch+":"+ts] = true
+		a.mu.Unlock()
+	}
+	return ref, nil
+}
+
+// Edit replaces a message's content; buttons not in p are removed. Streaming
+// edits share the workspace's chat.update budget: when it is spent, Edit
+// returns a *core.RateLimitError without calling Slack. An edit of a
+// message that carries buttons (a permission prompt's outcome) waits for
+// the budget instead, since nobody retries it.
+func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) error {
+	key := ref.Conv.Channel + ":" + ref.ID
+	a.mu.Lock()
+	hasButtons := a.buttoned[key]
+	a.mu.Unlock()
+	if err := a.spend(ctx, ref.Conv.Workspace, hasButtons); err != nil {
+		return err
+	}
+	_, _, _, err := a.api.UpdateMessageContext(ctx, ref.Conv.Channel, ref.ID, a.content(p)...)
+	if err != nil {
+		err = a.translate("chat.update", err)
+		if ra, ok := core.RetryAfter(err); ok {
+			a.holdEdits(ref.Conv.Workspace, ra)
+		}
+		return err
+	}
+	if hasButtons && len(p.Buttons) == 0 {
+		a.mu.Lock()
+		delete(a.buttoned, key)
+		a.mu.Unlock()
+	}
+	return nil
+}
+
+// spend takes one edit from workspace's budget, or says how long to wait.
+func (a *Adapter) spend(ctx context.Context, workspace string, wait bool) error {
+	a.mu.Lock()
+	b := a.edits[workspace]
+	if b == nil {
+		b = &budget{lim: rate.NewLimiter(rate.Limit(a.opts.EditsPerMinute/60), a.opts.EditBurst)}
+		a.edits[workspace] = b
+	}
+	hold := b.hold
+	a.mu.Unlock()
+	now := time.Now()
+	if d := hold.Sub(now); d > 0 {
+		if !wait {
+			return &core.RateLimitError{RetryAfter: d}
+		}
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+		now = time.Now()
+	}
+	if wait {
+		return b.lim.Wait(ctx)
+	}
+	r := b.lim.ReserveN(now, 1)
+	if !r.OK() {
+		return &core.RateLimitError{RetryAfter: time.Second}
+	}
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return &core.RateLimitError{RetryAfter: d}
+	}
+	return nil
+}
+
+// holdEdits stops every edit in workspace for d after a real 429, so
+// concurrent streams back off together instead of each meeting the limit.
+func (a *Adapter) holdEdits(workspace string, d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if b := a.edits[workspace]; b != nil {
+		if until := time.Now().Add(d); until.After(b.hold) {
+			b.hold = until
+		}
+	}
+}
+
+// content builds the message options for p: mrkdwn text, or literal text
+// (escaped, markup off) when p.Plain; buttons as a Block Kit actions block
+// below the text split into sections.
+func (a *Adapter) content(p core.Post) []slackapi.MsgOption {
+	text := p.Text
+	if p.Plain {
+		text = escape(text)
+	}
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
+	if p.Plain {
+		opts = append(opts, slackapi.MsgOptionDisableMarkdown())
+	}
+	if len(p.Buttons) == 0 {
+		return opts
+	}
+	typ := slackapi.MarkdownType
+	if p.Plain {
+		typ = slackapi.PlainTextType
+		text = p.Text // plain_text objects are not parsed
+	}
+	var blocks []slackapi.Block
+	for _, chunk := range chunks(text, maxSection) {
+		if len(blocks) >= maxBlocks-1 {
+			break
+		}
+		blocks = append(blocks, slackapi.NewSectionBlock(slackapi.NewTextBlockObject(typ, chunk, false, false), nil, nil))
+	}
+	var elems []slackapi.BlockElement
+	for i, b := range p.Buttons {
+		if i == 25 {
+			break
+		}
+		btn := slackapi.NewButtonBlockElement(actionPrefix+strconv.Itoa(i), b.Value,
+			slackapi.NewTextBlockObject(slackapi.PlainTextType, truncate(b.Label, 75), false, false))
+		switch b.Style {
+		case core.StylePrimary:
+			btn = btn.WithStyle(slackapi.StylePrimary)
+		case core.StyleDanger:
+			btn = btn.WithStyle(slackapi.StyleDanger)
+		}
+		elems = append(elems, btn)
+	}
+	blocks = append(blocks, slackapi.NewActionBlock("ab-actions", elems...))
+	return append(opts, slackapi.MsgOptionBlocks(blocks...))
+}
+
+// escape makes literal text safe in Slack: only & < > are control
+// characters (escaping < also keeps text from pinging <!channel>).
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// chunks splits s into pieces of at most n characters, preferring line
+// breaks, never inside an escape entity.
+func chunks(s string, n int) []string {
+	var out []string
+	for utf8.RuneCountInString(s) > n {
+		cut := byteIndexOfRune(s, n)
+		if i := strings.LastIndexByte(s[:cut], '\n'); i > cut/2 {
+			cut = i + 1
+		} else if i := strings.LastIndexByte(s[:cut], '&'); i > cut-8 && !strings.Contains(s[i:cut], ";") {
+			cut = i
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if strings.TrimSpace(s) != "" || len(out) == 0 {
+		if s == "" {
+			s = " "
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func byteIndexOfRune(s string, n int) int {
+	i := 0
+	for j := range s {
+		if i == n {
+			return j
+		}
+		i++
+	}
+	return len(s)
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// translate maps slack-go errors to core's error kinds, without secrets.
+func (a *Adapter) translate(method string, err error) error {
+	var rl *slackapi.RateLimitedError
+	if errors.As(err, &rl) {
+		return &core.RateLimitError{RetryAfter: rl.RetryAfter, Err: a.scrub(err)}
+	}
+	var se slackapi.SlackErrorResponse
+	if errors.As(err, &se) {
+		var kind error
+		switch se.Err {
+		case "msg_too_long", "msg_blocks_too_long", "too_many_attachments":
+			kind = core.ErrMessageTooLong
+		case "invalid_blocks", "invalid_blocks_format", "markdown_text_conflict":
+			kind = core.ErrFormatting
+		case "message_not_found", "channel_not_found", "thread_not_found", "is_archived",
+			"not_in_channel", "cant_update_message", "edit_window_closed", "user_not_in_channel":
+			kind = core.ErrNotFound
+		case "ratelimited":
+			return &core.RateLimitError{RetryAfter: time.Second, Err: a.scrub(err)}
+		}
+		if kind != nil {
+			return fmt.Errorf("slack %s: %s: %w", method, se.Err, kind)
+		}
+	}
+	return fmt.Errorf("slack %s: %w", method, a.scrub(err))
+}
+
+// Notify posts an ephemeral message only user sees, in conv's thread.
+func (a *Adapter) Notify(ctx context.Context, conv core.ConversationKey, user core.User, text string) error {
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(escape(text), false)}
+	if conv.Thread != "" {
+		opts = append(opts, slackapi.MsgOptionTS(conv.Thread))
+	}
+	if _, err := a.api.PostEphemeralContext(ctx, conv.Channel, user.ID, opts...); err != nil {
+		return a.translate("chat.postEphemeral", err)
+	}
+	return nil
+}
+
+// statusEvery bounds how often Typing calls assistant.threads.setStatus; the
+// status lasts two minutes or until the bot posts in the thread.
+const statusEvery = 20 * time.Second
+
+// Typing shows "is thinking…" under the thread while a turn runs, with
+// assistant.threads.setStatus. Where that method is unavailable (a
+// workspace without the feature or scope), it stops trying.
+func (a *Adapter) Typing(ctx context.Context, conv core.ConversationKey) error {
+	if conv.Thread == "" {
+		return nil // the status lives on a thread
+	}
+	a.mu.Lock()
+	if a.noStatus || time.Since(a.typed[conv]) < statusEvery {
+		a.mu.Unlock()
+		return nil
+	}
+	a.typed[conv] = time.Now()
+	a.mu.Unlock()
+	err := a.api.SetAssistantThreadsStatusContext(ctx, slackapi.AssistantThreadsSetStatusParameters{
+		ChannelID: conv.Channel, ThreadTS: conv.Thread, Status: "is thinking…",
+	})
+	if err == nil {
+		return nil
+	}
+	var se slackapi.SlackErrorResponse
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "missing_scope", "not_allowed_token_type", "unknown_method", "method_not_supported_for_channel_type", "feature_not_enabled":
+			a.mu.Lock()
+			a.noStatus = true
+			a.mu.Unlock()
+		}
+	}
+	return a.translate("assistant.threads.setStatus", err)
+}
+
+// Download fetches a file shared with a message, with the bot token, into
+// w. a.Source is the Slack file id; the private URL never leaves the adapter.
+func (a *Adapter) Download(ctx context.Context, att core.Attachment, w io.Writer, max int64) error {
+	f, _, _, err := a.api.GetFileInfoContext(ctx, att.Source, 0, 0)
+	if err != nil {
+		return a.translate("files.info", err)
+	}
+	if int64(f.Size) > max {
+		return fmt.Errorf("slack file %s: %d bytes is over the %d byte limit", att.Source, f.Size, max)
+	}
+	u := f.URLPrivateDownload
+	if u == "" {
+		u = f.URLPrivate
+	}
+	lw := &limitWriter{w: w, left: max}
+	if err := a.api.GetFileContext(ctx, u, lw); err != nil {
+		if errors.Is(err, errTooBig) {
+			return fmt.Errorf("slack file %s: over the %d byte limit", att.Source, max)
+		}
+		// The error may quote the private URL; keep it out.
+		return fmt.Errorf("slack file %s: download failed: %w", att.Source, a.scrub(errors.New(strings.ReplaceAll(err.Error(), u, "<file url>"))))
+	}
+	return nil
+}
+
+var errTooBig = errors.New("file too big")
+
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.left {
+		return 0, errTooBig
+	}
+	l.left -= int64(len(p))
+	return l.w.Write(p)
+}
