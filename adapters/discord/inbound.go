@@ -1,0 +1,281 @@
+package discord
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	discordgo "github.com/bwmarrin/discordgo"
+
+	"github.com/agentbridge/agentbridge/core"
+)
+
+// inbound turns gateway events into calls of the core handler. Messages
+// are handled in order per channel by a worker that lives while its
+// channel has work; interactions are acknowledged first, then handed over.
+// discordgo calls message and interaction synchronously (SyncEvents) from
+// its reader, so neither may block.
+type inbound struct {
+	ctx context.Context
+	a   *Adapter
+	h   core.Handler
+	wg  sync.WaitGroup
+
+	mu     sync.Mutex
+	queues map[string][]*discordgo.Message // pending, by channel; present while a worker runs
+}
+
+func newInbound(ctx context.Context, a *Adapter, h core.Handler) *inbound {
+	return &inbound{ctx: ctx, a: a, h: h, queues: map[string][]*discordgo.Message{}}
+}
+
+// wait returns when every worker and interaction goroutine has finished.
+func (in *inbound) wait() { in.wg.Wait() }
+
+// message queues m on its channel's worker, starting one if needed.
+func (in *inbound) message(m *discordgo.Message) {
+	if m == nil || m.Author == nil || in.ctx.Err() != nil {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	q, running := in.queues[m.ChannelID]
+	in.queues[m.ChannelID] = append(q, m)
+	if running {
+		return
+	}
+	in.wg.Go(func() { in.work(m.ChannelID) })
+}
+
+// work delivers channel's queued messages in order until none is left.
+func (in *inbound) work(channel string) {
+	for {
+		in.mu.Lock()
+		q := in.queues[channel]
+		if len(q) == 0 || in.ctx.Err() != nil {
+			delete(in.queues, channel)
+			in.mu.Unlock()
+			return
+		}
+		m := q[0]
+		in.queues[channel] = q[1:]
+		in.mu.Unlock()
+		if msg, ok := in.a.normalize(in.ctx, m); ok {
+			in.h.HandleMessage(in.ctx, msg)
+		}
+	}
+}
+
+// interaction acknowledges a button press within Discord's 3 s (a deferred
+// update: the prompt is edited once core decides) and hands it to core.
+func (in *inbound) interaction(i *discordgo.Interaction) {
+	if i == nil || i.Type != discordgo.InteractionMessageComponent || in.ctx.Err() != nil {
+		return
+	}
+	in.wg.Go(func() {
+		a := in.a
+		ctx, cancel := context.WithTimeout(in.ctx, 3*time.Second)
+		err := a.sess.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate},
+			discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+		cancel()
+		if err != nil {
+			// The press still happened; core decides, the presser just saw
+			// "interaction failed".
+			a.log.Warn("discord: acknowledging a button press failed", "err", a.scrub(err))
+		}
+		act, ok := a.action(in.ctx, i)
+		if !ok {
+			return
+		}
+		in.h.HandleAction(in.ctx, act)
+	})
+}
+
+// action normalizes a component interaction.
+func (a *Adapter) action(ctx context.Context, i *discordgo.Interaction) (core.Action, bool) {
+	user := i.User
+	if i.Member != nil && i.Member.User != nil {
+		user = i.Member.User
+	}
+	if user == nil || i.Message == nil {
+		return core.Action{}, false
+	}
+	conv := a.conv(ctx, i.GuildID, i.ChannelID)
+	return core.Action{
+		Conv:  conv,
+		From:  core.User{ID: user.ID, Name: displayName(user, i.Member)},
+		Value: i.MessageComponentData().CustomID,
+		Ref:   core.MessageRef{Conv: conv, ID: i.Message.ID},
+		Reply: func(text string) {
+			// An ephemeral follow-up: only the presser sees it.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_, err := a.sess.FollowupMessageCreate(i, false, &discordgo.WebhookParams{
+				Content:         escapePlain(text),
+				Flags:           discordgo.MessageFlagsEphemeral,
+				AllowedMentions: noMentions(),
+			}, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+			if err != nil {
+				a.log.Warn("discord: private answer to a button press failed", "err", a.scrub(err))
+			}
+		},
+	}, true
+}
+
+// normalize turns a message into a core.Message, or reports false for one
+// the bridge must not answer: its own and other bots' messages, system
+// messages, and guild messages that neither mention the bot, reply to it,
+// nor sit in a thread the bot owns.
+func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Message, bool) {
+	bot := a.botUser()
+	if m.Author.Bot || m.Author.ID == bot || m.WebhookID != "" {
+		return core.Message{}, false
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		return core.Message{}, false
+	}
+	mentioned := false
+	for _, u := range m.Mentions {
+		if u != nil && u.ID == bot {
+			mentioned = true
+		}
+	}
+	if m.ReferencedMessage != nil && m.ReferencedMessage.Author != nil && m.ReferencedMessage.Author.ID == bot {
+		mentioned = true
+	}
+	var conv core.ConversationKey
+	switch {
+	case m.GuildID == "":
+		conv = core.ConversationKey{Platform: Name, Channel: m.ChannelID}
+	default:
+		conv = a.conv(ctx, m.GuildID, m.ChannelID)
+		ownThread := conv.Thread != "" && a.channelOwner(ctx, m.ChannelID) == bot
+		if !mentioned && !(ownThread && a.opts.MessageContent) {
+			return core.Message{}, false
+		}
+		if a.opts.ThreadPerMention && conv.Thread == "" {
+			if th, err := a.startThread(ctx, m); err != nil {
+				a.log.Warn("discord: could not start a thread; answering in the channel", "conv", conv, "err", err)
+			} else {
+				conv.Thread = th
+			}
+		}
+	}
+	msg := core.Message{
+		Conv: conv,
+		ID:   m.ID, // snowflakes are unique across Discord
+		From: core.User{ID: m.Author.ID, Name: displayName(m.Author, m.Member)},
+		Text: stripMention(m.Content, bot),
+		Time: m.Timestamp,
+	}
+	for _, at := range m.Attachments {
+		if at == nil {
+			continue
+		}
+		kind := "file"
+		if strings.HasPrefix(at.ContentType, "image/") {
+			kind = "image"
+		}
+		msg.Attachments = append(msg.Attachments, core.Attachment{
+			Kind: kind, Name: at.Filename, MIME: at.ContentType, Size: int64(at.Size), Source: at.URL,
+		})
+	}
+	return msg, true
+}
+
+// conv returns the conversation key of a guild channel: a thread is keyed
+// under its parent channel, so access lists name channels and
+// session_scope: thread keeps each thread's session apart.
+func (a *Adapter) conv(ctx context.Context, guild, channel string) core.ConversationKey {
+	k := core.ConversationKey{Platform: Name, Workspace: guild, Channel: channel}
+	if guild == "" {
+		return k
+	}
+	if c := a.channelInfo(ctx, channel); c != nil && c.IsThread() && c.ParentID != "" {
+		k.Channel, k.Thread = c.ParentID, channel
+	}
+	return k
+}
+
+// channelInfo looks a channel up in the gateway state, then over REST,
+// caching the answer; nil when neither knows it.
+func (a *Adapter) channelInfo(ctx context.Context, id string) *discordgo.Channel {
+	a.mu.Lock()
+	c, ok := a.info[id]
+	a.mu.Unlock()
+	if ok {
+		return c
+	}
+	if st := a.sess.State; st != nil {
+		if c, err := st.Channel(id); err == nil {
+			return c
+		}
+	}
+	c, err := a.sess.Channel(id, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+	if err != nil {
+		a.log.Debug("discord: channel lookup failed", "channel", id, "err", a.scrub(err))
+		return nil
+	}
+	a.remember(c)
+	return c
+}
+
+func (a *Adapter) remember(c *discordgo.Channel) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.info) > 10000 { // a cache, not a registry
+		clear(a.info)
+	}
+	a.info[c.ID] = c
+}
+
+func (a *Adapter) channelOwner(ctx context.Context, id string) string {
+	if c := a.channelInfo(ctx, id); c != nil {
+		return c.OwnerID
+	}
+	return ""
+}
+
+// startThread opens a thread on m and returns its id.
+func (a *Adapter) startThread(ctx context.Context, m *discordgo.Message) (string, error) {
+	name := strings.Join(strings.Fields(stripMention(m.Content, a.botUser())), " ")
+	if r := []rune(name); len(r) > 90 {
+		name = string(r[:90]) + "…"
+	}
+	if name == "" {
+		name = "agent"
+	}
+	th, err := a.sess.MessageThreadStartComplex(m.ChannelID, m.ID, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 1440},
+		discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+	if err != nil {
+		return "", a.translate("start thread", err)
+	}
+	if th.ParentID == "" {
+		th.ParentID = m.ChannelID
+	}
+	if th.OwnerID == "" {
+		th.OwnerID = a.botUser()
+	}
+	a.remember(th)
+	return th.ID, nil
+}
+
+func displayName(u *discordgo.User, m *discordgo.Member) string {
+	switch {
+	case m != nil && m.Nick != "":
+		return m.Nick
+	case u.GlobalName != "":
+		return u.GlobalName
+	}
+	return u.Username
+}
+
+// stripMention removes the bot's mentions from text.
+func stripMention(text, bot string) string {
+	if bot != "" {
+		text = strings.ReplaceAll(text, "<@"+bot+">", "")
+		text = strings.ReplaceAll(text, "<@!"+bot+">", "")
+	}
+	return strings.TrimSpace(text)
+}
