@@ -39,10 +39,12 @@ type Options struct {
 	// PingEvery is how often the WebSocket pings the client; default 50ms.
 	// slack-go reconnects when pings stop for longer than its ping interval.
 	PingEvery time.Duration
-	// UpdatesPerMinute, when positive, makes chat.update answer 429 once more
-	// than this many calls arrive within a minute (Slack's Tier 3 is
-	// per method per workspace).
-	UpdatesPerMinute int
+	// UpdateLimit, when positive, makes chat.update answer 429 once more
+	// than this many calls arrive within UpdateWindow (Slack's Tier 3 is
+	// about 50 a minute per method per workspace).
+	UpdateLimit int
+	// UpdateWindow is the window UpdateLimit counts in; default a minute.
+	UpdateWindow time.Duration
 }
 
 // Call is one recorded Web API call.
@@ -128,6 +130,9 @@ func NewServer(opts Options) *Server {
 	}
 	if opts.BotID == "" {
 		opts.BotID = "B1"
+	}
+	if opts.UpdateWindow <= 0 {
+		opts.UpdateWindow = time.Minute
 	}
 	if opts.PingEvery <= 0 {
 		opts.PingEvery = 50 * time.Millisecond
@@ -603,15 +608,15 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]any{"ok": true, "channel": ch, "ts": ts,
 			"message": map[string]any{"text": text, "ts": ts, "thread_ts": m.ThreadTS, "bot_id": s.opts.BotID}})
 	case "chat.update", "chat.appendStream", "chat.stopStream":
-		if method == "chat.update" && s.opts.UpdatesPerMinute > 0 {
+		if method == "chat.update" && s.opts.UpdateLimit > 0 {
 			win := s.updateWin[:0]
 			for _, t := range s.updateWin {
-				if now.Sub(t) < time.Minute {
+				if now.Sub(t) < s.opts.UpdateWindow {
 					win = append(win, t)
 				}
 			}
 			s.updateWin = win
-			if len(win) >= s.opts.UpdatesPerMinute {
+			if len(win) >= s.opts.UpdateLimit {
 				call.Status, call.Error = http.StatusTooManyRequests, "ratelimited"
 				w.Header().Set("Retry-After", "1")
 				w.WriteHeader(http.StatusTooManyRequests)
@@ -719,4 +724,27 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Buttons returns the values of the buttons in m's blocks, in order.
+func (m Message) Buttons() []string {
+	var blocks []struct {
+		Type     string `json:"type"`
+		Elements []struct {
+			Type  string `json:"type"`
+			Value string `json:"value"`
+		} `json:"elements"`
+	}
+	if json.Unmarshal([]byte(m.Blocks), &blocks) != nil {
+		return nil
+	}
+	var out []string
+	for _, b := range blocks {
+		for _, e := range b.Elements {
+			if b.Type == "actions" && e.Type == "button" {
+				out = append(out, e.Value)
+			}
+		}
+	}
+	return out
 }
