@@ -3,11 +3,19 @@ package main
 import (
 	"log/slog"
 
+	"github.com/agentbridge/agentbridge/adapters/discord"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
 )
 
-// newDiscordAdapter builds the Discord adapter from the config.
-func newDiscordAdapter(cfg *config.Config, st core.Store, log *slog.Logger) (core.Platform, error) {
-	return nil, errNoAdapter
+// newDiscordAdapter builds the Discord adapter from the config. It keeps no
+// cursor: the gateway resumes its own session.
+func newDiscordAdapter(cfg *config.Config, _ core.Store, log *slog.Logger) (core.Platform, error) {
+	d := cfg.Discord
+	return discord.New(discord.Options{
+		Token:            d.Token,
+		APIURL:           d.APIURL,
+		MessageContent:   d.MessageContent,
+		ThreadPerMention: d.ThreadPerMention,
+	}, log)
 }

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/adapters/discord/discordtest"
+)
+
+const discordTestToken = "serve-test-bot-token-0123456789"
+
+// syncBuffer is a bytes.Buffer safe for serve's logger and the test.
+type syncBuffer struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed and replaced on every write
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{})} }
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return s.b.Write(p)
+}
+
+// waitFor blocks until the buffer contains want or ctx ends.
+func (s *syncBuffer) waitFor(ctx context.Context, want string) bool {
+	for {
+		s.mu.Lock()
+		ok, ch := strings.Contains(s.b.String(), want), s.changed
+		s.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveDiscord runs `agentbridge serve` against fake until the returned
+// stop function is called; stop reports serve's result.
+func serveDiscord(t *testing.T, fake *discordtest.Server, store string, extra string) (stop func() error, stderr *syncBuffer) {
+	t.Helper()
+	cfg := writeConfig(t, fmt.Sprintf(`store: %s
+profiles: {demo: builtin:demo}
+default_profile: demo
+presenter: {placeholder_delay: 0s}
+discord:
+  enabled: true
+  token: ${AGENTBRIDGE_TEST_DISCORD_TOKEN}
+  api_url: %s
+  session_scope: thread
+  allow_users: ["111"]
+%s`, store, fake.URL, extra))
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr = newSyncBuffer()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, stderr) }()
+	return func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatal("serve did not return after cancel")
+			return nil
+		}
+	}, stderr
+}
+
+func waitDiscord(t *testing.T, fake *discordtest.Server, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !fake.Wait(ctx, cond) {
+		t.Fatalf("timed out waiting for %s; calls: %d", what, len(fake.Calls()))
+	}
+}
+
+func hasContent(fake *discordtest.Server, channel, want string) bool {
+	for _, c := range fake.Contents(channel) {
+		if strings.Contains(c, want) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	discordAlice = discordtest.User{ID: "111", Name: "alice"}
+	discordBob   = discordtest.User{ID: "222", Name: "bob"}
+)
+
+func TestServeDiscord(t *testing.T) {
+	t.Setenv("AGENTBRIDGE_DEMO_DELAY", "1ms")
+	t.Setenv("AGENTBRIDGE_TEST_DISCORD_TOKEN", discordTestToken)
+	fake := discordtest.NewServer(discordTestToken)
+	defer fake.Close()
+	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
+	fake.AddChannel(discordtest.Channel{ID: "T1", Type: 11, GuildID: "G1", ParentID: "C1", OwnerID: "999"})
+	store := filepath.Join(t.TempDir(), "bridge.db")
+
+	stop, stderr := serveDiscord(t, fake, store, "")
+	waitDiscord(t, fake, "gateway", fake.Connected)
+
+	// A message in → the streamed demo reply out, in the thread.
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M1", "T1", "G1", discordAlice, "my name is Ada", true))
+	waitDiscord(t, fake, "the reply", func() bool { return hasContent(fake, "T1", "Nice to meet you, **Ada**") })
+
+	// A duplicate delivery runs once.
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M1", "T1", "G1", discordAlice, "my name is Ada", true))
+
+	// A permission prompt: a stranger is refused privately, the requester allows.
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M2", "T1", "G1", discordAlice, "please write a file", true))
+	var prompt discordtest.Message
+	waitDiscord(t, fake, "the permission prompt", func() bool {
+		for _, m := range fake.Messages("T1") {
+			if strings.Contains(string(m.Components), "custom_id") {
+				prompt = m
+				return true
+			}
+		}
+		return false
+	})
+	var rows []struct {
+		Components []struct {
+			CustomID string `json:"custom_id"`
+			Label    string `json:"label"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(prompt.Components, &rows); err != nil || len(rows) == 0 || len(rows[0].Components) != 3 {
+		t.Fatalf("prompt components = %s (%v), want one row of Allow/Deny/Allow for this session", prompt.Components, err)
+	}
+	allow := rows[0].Components[0]
+	if allow.Label != "Allow" || len(allow.CustomID) > 100 {
+		t.Fatalf("first button = %+v", allow)
+	}
+	fake.Dispatch("INTERACTION_CREATE", discordtest.ButtonPress("I1", "tok-stranger", "T1", "G1", prompt.ID, discordBob, allow.CustomID))
+	waitDiscord(t, fake, "the stranger's ephemeral refusal", func() bool {
+		for _, c := range fake.CallsTo("POST", "/webhooks/"+discordtest.AppID+"/tok-stranger") {
+			return strings.Contains(c.Body, `"flags":64`) && strings.Contains(c.Body, "Only the person who asked")
+		}
+		return false
+	})
+	fake.Dispatch("INTERACTION_CREATE", discordtest.ButtonPress("I2", "tok-alice", "T1", "G1", prompt.ID, discordAlice, allow.CustomID))
+	waitDiscord(t, fake, "the prompt showing the outcome without buttons", func() bool {
+		for _, m := range fake.Messages("T1") {
+			if m.ID == prompt.ID {
+				return strings.Contains(m.Content, "Allowed by alice") && string(m.Components) == "[]"
+			}
+		}
+		return false
+	})
+	for _, id := range []string{"I1", "I2"} {
+		cb := fake.CallsTo("POST", "/interactions/"+id+"/")
+		if len(cb) != 1 || !strings.Contains(cb[0].Body, `"type":6`) {
+			t.Errorf("interaction %s answered with %+v, want one deferred update", id, cb)
+		}
+	}
+	waitDiscord(t, fake, "the tool turn's reply", func() bool { return hasContent(fake, "T1", "allow") || len(fake.Contents("T1")) >= 3 })
+
+	// Reconnect mid-turn: a slow turn streams while the gateway asks the bot
+	// to reconnect; the next message, sent during the reconnect, is answered
+	// and the slow reply still ends complete.
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M3", "C1", "G1", discordAlice, "slow", true))
+	waitDiscord(t, fake, "the slow reply to start", func() bool { return len(fake.Contents("C1")) > 0 })
+	fake.Reconnect()
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M4", "T1", "G1", discordAlice, "what is my name?", true))
+	waitDiscord(t, fake, "the answer after the reconnect", func() bool { return hasContent(fake, "T1", "Your name is Ada") })
+	if err := stop(); err != nil {
+		t.Fatalf("serve = %v, want nil after cancel", err)
+	}
+
+	// Every message the bridge sent disabled mentions.
+	for _, c := range fake.Calls() {
+		if (c.Method == "POST" || c.Method == "PATCH") && strings.Contains(c.Path, "/messages") && !strings.Contains(c.Path, "/threads") &&
+			!strings.Contains(c.Body, `"allowed_mentions":{"parse":[]`) {
+			t.Errorf("%s %s without allowed_mentions none: %s", c.Method, c.Path, c.Body)
+		}
+		if c.Status == 429 {
+			t.Errorf("%s %s got a 429: the adapter exceeded the channel budget", c.Method, c.Path)
+		}
+	}
+	if n := strings.Count(strings.Join(fake.Contents("T1"), "\n"), "Nice to meet you"); n != 1 {
+		t.Errorf("the first message was answered %d times, want 1 (duplicate delivery)", n)
+	}
+
+	// After a restart, the thread's agent session is resumed.
+	stop, stderr2 := serveDiscord(t, fake, store, "")
+	waitDiscord(t, fake, "gateway after restart", fake.Connected)
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M5", "T1", "G1", discordAlice, "what is my name?", true))
+	waitDiscord(t, fake, "the resumed session's answer", func() bool {
+		return strings.Count(strings.Join(fake.Contents("T1"), "\n"), "Your name is Ada") >= 2
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("serve after restart = %v", err)
+	}
+	for _, logs := range []string{stderr.String(), stderr2.String()} {
+		if strings.Contains(logs, discordTestToken) {
+			t.Error("the bot token appeared in serve's logs")
+		}
+	}
+}
+
+func TestServeDiscordReportsDisallowedIntent(t *testing.T) {
+	t.Setenv("AGENTBRIDGE_TEST_DISCORD_TOKEN", discordTestToken)
+	fake := discordtest.NewServer(discordTestToken)
+	defer fake.Close()
+	fake.SetMessageContentAllowed(false)
+	stop, stderr := serveDiscord(t, fake, filepath.Join(t.TempDir(), "bridge.db"), "  message_content: true\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !stderr.waitFor(ctx, "4014") {
+		t.Fatalf("no 4014 in serve's log:\n%s", stderr.String())
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("serve = %v", err)
+	}
+	if !strings.Contains(stderr.String(), "Message Content Intent") {
+		t.Errorf("the log does not say how to fix 4014:\n%s", stderr.String())
+	}
+}
