@@ -22,18 +22,18 @@ const maxEventBody = 1 << 20
 // runEvents serves the Events API (and interactivity) over HTTP on
 // EventsListen until ctx ends.
 func (a *Adapter) runEvents(ctx context.Context, d *dispatcher) error {
-	ln, err := net.Listen("tcp", a.opts.EventsListen)
-	if err != nil {
-		return fmt.Errorf("slack: events listener: %w", err)
+	ln := a.opts.EventsListener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", a.opts.EventsListen); err != nil {
+			return fmt.Errorf("slack: events listener: %w", err)
+		}
 	}
 	srv := &http.Server{
 		Handler:           a.eventsHandler(ctx, d),
 		ReadHeaderTimeout: 5 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	a.mu.Lock()
-	a.eventsAddr = ln.Addr().String()
-	a.mu.Unlock()
 	a.log.InfoContext(ctx, "slack: events API listening", "addr", ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -47,14 +47,6 @@ func (a *Adapter) runEvents(ctx context.Context, d *dispatcher) error {
 	case err := <-errc:
 		return fmt.Errorf("slack: events listener stopped: %w", err)
 	}
-}
-
-// EventsAddr reports the address the Events API listener is bound to, or ""
-// before it is. Useful with EventsListen "127.0.0.1:0".
-func (a *Adapter) EventsAddr() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.eventsAddr
 }
 
 // eventsHandler verifies each request's signature (HMAC with the signing

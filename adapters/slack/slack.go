@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -47,6 +48,9 @@ type Options struct {
 	// EventsListen is the host:port the Events API listener binds in
 	// ModeEvents. Requests are accepted on any path.
 	EventsListen string
+	// EventsListener, when set, is used instead of listening on
+	// EventsListen (tests pass a listener on 127.0.0.1:0). Run closes it.
+	EventsListener net.Listener
 	// APIURL overrides the Web API base URL (tests, proxies); empty means
 	// Slack's. A trailing "/" is added when missing.
 	APIURL string
@@ -89,8 +93,6 @@ type Adapter struct {
 	typed    map[core.ConversationKey]time.Time
 	noStatus bool // assistant.threads.setStatus is not available
 	recent   *seenSet
-
-	eventsAddr string // bound Events API address
 }
 
 // budget is one workspace's chat.update allowance.
@@ -125,7 +127,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 			return nil, errors.New("slack: app_token is required in socket mode")
 		}
 	case ModeEvents:
-		if opts.SigningSecret.IsZero() || opts.EventsListen == "" {
+		if opts.SigningSecret.IsZero() || (opts.EventsListen == "" && opts.EventsListener == nil) {
 			return nil, errors.New("slack: signing_secret and events_listen are required in events mode")
 		}
 	default:
