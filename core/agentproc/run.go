@@ -509,13 +509,16 @@ func waitExited(pid int) {
 		defer f.Close()
 		if rc, err := f.SyscallConn(); err == nil {
 			var waitErr error
+			// The state is checked on every call, so an exit signalled
+			// before the poller waits is not missed.
 			err = rc.Read(func(fd uintptr) bool {
-				var info unix.Siginfo // zeroed: Signo stays 0 while it runs
-				waitErr = unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
-				if waitErr == unix.EINTR {
-					return false
+				for {
+					var info unix.Siginfo // zeroed: Signo stays 0 while it runs
+					waitErr = unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+					if waitErr != unix.EINTR {
+						return waitErr != nil || info.Signo != 0
+					}
 				}
-				return waitErr != nil || info.Signo != 0
 			})
 			if err == nil && waitErr == nil {
 				return
