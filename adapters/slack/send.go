@@ -29,6 +29,12 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	if to.Thread != "" {
 		opts = append(opts, slackapi.MsgOptionTS(to.Thread))
 	}
+	// chat.postMessage allows about one message a second per channel, with
+	// short bursts. Posts wait their turn instead of failing: notices and
+	// prompts are sent once and not retried.
+	if err := a.postLimiter(to.Channel).Wait(ctx); err != nil {
+		return core.MessageRef{}, fmt.Errorf("slack chat.postMessage: %w", err)
+	}
 	ch, ts, err := a.api.PostMessageContext(ctx, to.Channel, opts...)
 	if err != nil {
 		return core.MessageRef{}, a.translate("chat.postMessage", err)
@@ -72,6 +78,20 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 		a.mu.Unlock()
 	}
 	return nil
+}
+
+func (a *Adapter) postLimiter(channel string) *rate.Limiter {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.posts[channel]
+	if l == nil {
+		if len(a.posts) > 10000 { // forget idle channels now and then
+			clear(a.posts)
+		}
+		l = rate.NewLimiter(1, 4)
+		a.posts[channel] = l
+	}
+	return l
 }
 
 // spend takes one edit from workspace's budget, or says how long to wait.
@@ -267,6 +287,13 @@ func (a *Adapter) Typing(ctx context.Context, conv core.ConversationKey) error {
 	if a.noStatus || time.Since(a.typed[conv]) < statusEvery {
 		a.mu.Unlock()
 		return nil
+	}
+	if len(a.typed) > 1000 {
+		for k, at := range a.typed {
+			if time.Since(at) >= statusEvery {
+				delete(a.typed, k)
+			}
+		}
 	}
 	a.typed[conv] = time.Now()
 	a.mu.Unlock()

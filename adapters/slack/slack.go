@@ -87,9 +87,10 @@ type Adapter struct {
 	team     string // from auth.test
 	botUser  string // bot's user id, from auth.test
 	botID    string
-	edits    map[string]*budget // by workspace
-	buttoned map[string]bool    // channel:ts of messages sent with buttons
-	threads  map[string]bool    // workspace:channel:thread the bot takes part in
+	edits    map[string]*budget       // by workspace
+	posts    map[string]*rate.Limiter // chat.postMessage, by channel
+	buttoned map[string]bool          // channel:ts of messages sent with buttons
+	threads  map[string]bool          // workspace:channel:thread the bot takes part in
 	typed    map[core.ConversationKey]time.Time
 	noStatus bool // assistant.threads.setStatus is not available
 	recent   *seenSet
@@ -167,6 +168,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 		log:      log,
 		api:      slackapi.New(opts.BotToken.Reveal(), apiOpts...),
 		edits:    map[string]*budget{},
+		posts:    map[string]*rate.Limiter{},
 		buttoned: map[string]bool{},
 		threads:  map[string]bool{},
 		typed:    map[core.ConversationKey]time.Time{},

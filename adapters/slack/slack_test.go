@@ -631,3 +631,30 @@ func TestNewRefusesIncompleteOptions(t *testing.T) {
 		}
 	}
 }
+
+// Posts in one channel keep to about one a second after a short burst,
+// waiting rather than failing; another channel is not held up.
+func TestPostsPacedPerChannel(t *testing.T) {
+	fake := newFake(t, slacktest.Options{})
+	a, err := slack.New(options(fake), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := core.ConversationKey{Platform: "slack", Workspace: "T1", Channel: "C1"}
+	c2 := core.ConversationKey{Platform: "slack", Workspace: "T1", Channel: "C2"}
+	for range 6 {
+		if _, err := a.Send(t.Context(), c1, core.Post{Text: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Send(t.Context(), c2, core.Post{Text: "y"}); err != nil {
+		t.Fatal(err)
+	}
+	calls := fake.Calls("chat.postMessage")
+	if span := calls[5].At.Sub(calls[0].At); span < 1500*time.Millisecond {
+		t.Errorf("6 posts in one channel took %v; want the 5th and 6th paced a second apart", span)
+	}
+	if gap := calls[6].At.Sub(calls[5].At); gap > 500*time.Millisecond {
+		t.Errorf("a post in another channel waited %v", gap)
+	}
+}
