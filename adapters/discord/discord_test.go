@@ -573,3 +573,28 @@ func FuzzEscapePlain(f *testing.F) {
 		}
 	})
 }
+
+func TestThreadPerMention(t *testing.T) {
+	h := start(t, Options{ThreadPerMention: true, MessageContent: true}, func(f *discordtest.Server) {
+		f.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
+	})
+	h.connected(t)
+	if got := h.fake.Identifies()[0]["intents"].(float64); int(got)&(1<<15) == 0 {
+		t.Errorf("identify intents %v lack MESSAGE_CONTENT with message_content", got)
+	}
+	h.fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M1", "C1", "G1", alice, "start here", true))
+	m := h.rec.nextMessage(t)
+	// Discord gives a thread started from a message the message's id.
+	want := core.ConversationKey{Platform: "discord", Workspace: "G1", Channel: "C1", Thread: "M1"}
+	if m.Conv != want {
+		t.Errorf("conv = %+v, want %+v", m.Conv, want)
+	}
+	if n := len(h.fake.CallsTo("POST", "/channels/C1/messages/M1/threads")); n != 1 {
+		t.Errorf("thread starts = %d, want 1", n)
+	}
+	// In its own thread the bot answers without a mention (message content).
+	h.fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M2", "M1", "G1", alice, "follow-up", false))
+	if m := h.rec.nextMessage(t); m.ID != "M2" || m.Conv != want || m.Text != "follow-up" {
+		t.Errorf("follow-up = %+v", m)
+	}
+}

@@ -186,6 +186,7 @@ func TestServeDiscord(t *testing.T) {
 	fake.Reconnect()
 	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M4", "T1", "G1", discordAlice, "what is my name?", true))
 	waitDiscord(t, fake, "the answer after the reconnect", func() bool { return hasContent(fake, "T1", "Your name is Ada") })
+	waitDiscord(t, fake, "the slow reply to end complete", func() bool { return hasContent(fake, "C1", "**Done.**") })
 	if err := stop(); err != nil {
 		t.Fatalf("serve = %v, want nil after cancel", err)
 	}
