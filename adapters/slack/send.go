@@ -278,13 +278,14 @@ const statusEvery = 20 * time.Second
 
 // Typing shows "is thinking…" under the thread while a turn runs, with
 // assistant.threads.setStatus. Where that method is unavailable (a
-// workspace without the feature or scope), it stops trying.
+// workspace without the feature or scope) it marks the message that started
+// the thread with an :eyes: reaction instead, once.
 func (a *Adapter) Typing(ctx context.Context, conv core.ConversationKey) error {
 	if conv.Thread == "" {
 		return nil // the status lives on a thread
 	}
 	a.mu.Lock()
-	if a.noStatus || time.Since(a.typed[conv]) < statusEvery {
+	if time.Since(a.typed[conv]) < statusEvery {
 		a.mu.Unlock()
 		return nil
 	}
@@ -296,7 +297,11 @@ func (a *Adapter) Typing(ctx context.Context, conv core.ConversationKey) error {
 		}
 	}
 	a.typed[conv] = time.Now()
+	noStatus := a.noStatus
 	a.mu.Unlock()
+	if noStatus {
+		return a.react(ctx, conv)
+	}
 	err := a.api.SetAssistantThreadsStatusContext(ctx, slackapi.AssistantThreadsSetStatusParameters{
 		ChannelID: conv.Channel, ThreadTS: conv.Thread, Status: "is thinking…",
 	})
@@ -306,13 +311,30 @@ func (a *Adapter) Typing(ctx context.Context, conv core.ConversationKey) error {
 	var se slackapi.SlackErrorResponse
 	if errors.As(err, &se) {
 		switch se.Err {
-		case "missing_scope", "not_allowed_token_type", "unknown_method", "method_not_supported_for_channel_type", "feature_not_enabled":
+		case "missing_scope", "not_allowed_token_type", "unknown_method", "method_not_supported_for_channel_type",
+			"feature_not_enabled", "not_allowed", "invalid_arguments":
 			a.mu.Lock()
 			a.noStatus = true
 			a.mu.Unlock()
+			a.log.InfoContext(ctx, "slack: thread status unavailable; using a reaction", "reason", se.Err)
+			return a.react(ctx, conv)
 		}
 	}
 	return a.translate("assistant.threads.setStatus", err)
+}
+
+// react adds :eyes: to the message that started conv's thread, once.
+func (a *Adapter) react(ctx context.Context, conv core.ConversationKey) error {
+	key := conv.Channel + ":" + conv.Thread
+	if !a.recent.add("react:" + key) {
+		return nil
+	}
+	err := a.api.AddReactionContext(ctx, "eyes", slackapi.NewRefToMessage(conv.Channel, conv.Thread))
+	var se slackapi.SlackErrorResponse
+	if err == nil || (errors.As(err, &se) && se.Err == "already_reacted") {
+		return nil
+	}
+	return a.translate("reactions.add", err)
 }
 
 // Download fetches a file shared with a message, with the bot token, into

@@ -617,6 +617,39 @@ func TestDownloadAndTyping(t *testing.T) {
 	if f := calls[0].Form; f.Get("channel_id") != "C1" || f.Get("thread_ts") != "9.000001" || f.Get("status") == "" {
 		t.Errorf("setStatus form = %v", f)
 	}
+
+	// Without the status feature, a reaction marks the thread instead, once.
+	b, _ := slack.New(options(fake), nil)
+	fake.Fail("assistant.threads.setStatus", slacktest.Failure{Error: "missing_scope"})
+	other := core.ConversationKey{Platform: "slack", Workspace: "T1", Channel: "C1", Thread: "9.000002"}
+	for _, c := range []core.ConversationKey{other, other, conv} {
+		if err := b.Typing(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(fake.Calls("assistant.threads.setStatus")); n != 2 {
+		t.Errorf("setStatus calls = %d; want no more tries after missing_scope", n)
+	}
+	var reacted []string
+	for _, c := range fake.Calls("reactions.add") {
+		reacted = append(reacted, c.Form.Get("name")+" "+c.Form.Get("channel")+" "+c.Form.Get("timestamp"))
+	}
+	if diff := cmp.Diff([]string{"eyes C1 9.000002", "eyes C1 9.000001"}, reacted); diff != "" {
+		t.Errorf("reactions (-want +got):\n%s", diff)
+	}
+}
+
+// A transient auth.test failure is retried; Run then connects.
+func TestAuthRetriedAfterServerError(t *testing.T) {
+	fake := newFake(t, slacktest.Options{})
+	fake.Fail("auth.test", slacktest.Failure{Status: 500, Error: "fatal_error"})
+	r := start(t, fake, nil, nil)
+	if n := len(fake.Calls("auth.test")); n < 2 {
+		t.Errorf("auth.test calls = %d; want a retry", n)
+	}
+	env := fake.SendEvent("Ev1", mention("U1", "C1", "11.000001", "", "<@UBOT> hi"))
+	waitFake(t, fake, "ack", func(s *slacktest.State) bool { return s.Acked(env) })
+	r.rec.wait(t, "message", func(ms []core.Message, _ []core.Action) bool { return len(ms) == 1 })
 }
 
 func TestNewRefusesIncompleteOptions(t *testing.T) {
