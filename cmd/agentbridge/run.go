@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/term"
 
@@ -125,7 +126,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	stopInterrupt := context.AfterFunc(ctx, func() { cancel(agentproc.ErrInterrupted) })
 	defer stopInterrupt()
 
-	out := &runOutput{stdout: stdout, stderr: stderr, json: *asJSON}
+	out := newRunOutput(stdout, stderr, *asJSON)
 	var prompter *runPrompter
 	if mode == "ask" {
 		prompter = newRunPrompter(stdin, stderr)
@@ -186,14 +187,25 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 }
 
 // runOutput writes streamed partials: output to stdout, other roles (e.g.
-// thinking) to stderr marked with their role.
+// thinking) to stderr marked with their role. Stdout is buffered and
+// flushed flushDelay after the first unflushed write: an agent streaming a
+// million tiny partials then costs a few hundred writes, not a million,
+// while a person watching sees no lag.
 type runOutput struct {
 	stdout, stderr io.Writer
 	json           bool
 	mu             sync.Mutex
-	lastRole       string // role of the last chunk written, "" before any
-	stdoutOpen     bool   // stdout has a chunk without its final newline
+	buf            *bufio.Writer // over stdout
+	flushing       *time.Timer   // pending flush, nil when buf is clean
+	lastRole       string        // role of the last chunk written, "" before any
+	stdoutOpen     bool          // stdout has a chunk without its final newline
 	stderrOpen     bool
+}
+
+const flushDelay = 10 * time.Millisecond
+
+func newRunOutput(stdout, stderr io.Writer, asJSON bool) *runOutput {
+	return &runOutput{stdout: stdout, stderr: stderr, json: asJSON, buf: bufio.NewWriterSize(stdout, 64<<10)}
 }
 
 func (w *runOutput) partial(role, text string) {
@@ -204,9 +216,13 @@ func (w *runOutput) partial(role, text string) {
 	defer w.mu.Unlock()
 	if role == "output" {
 		w.endStderr()
-		fmt.Fprint(w.stdout, text)
+		w.buf.WriteString(text)
+		if w.flushing == nil {
+			w.flushing = time.AfterFunc(flushDelay, w.flush)
+		}
 		w.stdoutOpen = text != "" && !strings.HasSuffix(text, "\n") || (w.stdoutOpen && text == "")
 	} else {
+		w.flushLocked() // keep stdout and stderr in order on a terminal
 		if role != w.lastRole {
 			w.endStderr()
 			fmt.Fprintf(w.stderr, "[%s] ", role)
@@ -215,6 +231,20 @@ func (w *runOutput) partial(role, text string) {
 		w.stderrOpen = true
 	}
 	w.lastRole = role
+}
+
+func (w *runOutput) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushLocked()
+}
+
+func (w *runOutput) flushLocked() {
+	if w.flushing != nil {
+		w.flushing.Stop()
+		w.flushing = nil
+	}
+	w.buf.Flush()
 }
 
 func (w *runOutput) endStderr() {
@@ -230,9 +260,10 @@ func (w *runOutput) finish() {
 	defer w.mu.Unlock()
 	w.endStderr()
 	if w.stdoutOpen {
-		fmt.Fprintln(w.stdout)
+		w.buf.WriteString("\n")
 		w.stdoutOpen = false
 	}
+	w.flushLocked()
 }
 
 // runPrompter asks on the terminal about each permission request, one at a
