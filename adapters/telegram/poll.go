@@ -1,0 +1,411 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf16"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/agentbridge/agentbridge/core"
+)
+
+// Backoff bounds for failed polls (rate limits say their own wait).
+const (
+	minBackoff = time.Second
+	maxBackoff = time.Minute
+)
+
+// Run registers the bot's commands, then long-polls getUpdates and hands
+// each update to h until ctx ends. Updates of one chat are handed over in
+// order; the stored offset moves past a batch only after every update in it
+// was handed to core. It returns nil when ctx ends, and an error only when
+// Telegram rejects the token (401) or another poller holds it (409).
+func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
+	if err := a.setCommands(ctx); err != nil {
+		if errors.Is(err, ErrUnauthorized) {
+			return fatal(err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.log.WarnContext(ctx, "could not register bot commands", "err", err)
+	}
+	offset, err := a.loadOffset(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("telegram: load update offset: %w", err)
+	}
+	a.log.InfoContext(ctx, "telegram polling", "bot", a.self.UserName, "offset", offset)
+	backoff := minBackoff
+	for {
+		updates, err := a.getUpdates(ctx, offset)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrConflict) {
+				return fatal(err)
+			}
+			wait, limited := core.RetryAfter(err)
+			if !limited {
+				wait = jitter(backoff)
+				backoff = min(2*backoff, maxBackoff)
+			}
+			a.log.WarnContext(ctx, "telegram poll failed; retrying", "err", err, "wait", wait)
+			if sleep(ctx, wait) != nil {
+				return nil
+			}
+			continue
+		}
+		backoff = minBackoff
+		if len(updates) == 0 {
+			continue
+		}
+		a.deliver(ctx, h, updates)
+		if ctx.Err() != nil {
+			// Some updates may not have reached core: leave them unconfirmed.
+			return nil
+		}
+		offset = updates[len(updates)-1].id + 1
+		if err := a.saveOffset(ctx, offset); err != nil {
+			a.log.ErrorContext(ctx, "could not save update offset", "err", err)
+		}
+	}
+}
+
+// fatal words a fatal error for the operator.
+func fatal(err error) error {
+	for _, sentinel := range []error{ErrUnauthorized, ErrConflict} {
+		if errors.Is(err, sentinel) {
+			return fmt.Errorf("%w (%v)", sentinel, err)
+		}
+	}
+	return err
+}
+
+// jitter spreads d over [d/2, d).
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
+}
+
+func (a *Adapter) cursorName() string {
+	return "telegram:" + strconv.FormatInt(a.self.ID, 10) + ":offset"
+}
+
+func (a *Adapter) loadOffset(ctx context.Context) (int, error) {
+	if a.opts.Store == nil {
+		return 0, nil
+	}
+	v, err := a.opts.Store.Cursor(ctx, a.cursorName())
+	if err != nil || v == "" {
+		return 0, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("stored offset %q: %w", v, err)
+	}
+	return n, nil
+}
+
+func (a *Adapter) saveOffset(ctx context.Context, offset int) error {
+	if a.opts.Store == nil {
+		return nil
+	}
+	return a.opts.Store.SetCursor(ctx, a.cursorName(), strconv.Itoa(offset))
+}
+
+// update is one getUpdates entry: the library's decoding plus the fields
+// it lacks.
+type update struct {
+	id int
+	tgbotapi.Update
+	thread threadInfo // of the message, or of the callback query's message
+}
+
+// threadInfo holds forum-topic fields (Bot API 6.3) tgbotapi v5.5.1 drops.
+type threadInfo struct {
+	MessageThreadID int  `json:"message_thread_id"`
+	IsTopicMessage  bool `json:"is_topic_message"`
+}
+
+type updateExtra struct {
+	UpdateID      int         `json:"update_id"`
+	Message       *threadInfo `json:"message"`
+	CallbackQuery *struct {
+		Message *threadInfo `json:"message"`
+	} `json:"callback_query"`
+}
+
+func (a *Adapter) getUpdates(ctx context.Context, offset int) ([]update, error) {
+	params := tgbotapi.Params{
+		"timeout":         strconv.Itoa(int(a.opts.PollTimeout / time.Second)),
+		"limit":           "100",
+		"allowed_updates": `["message","callback_query"]`,
+	}
+	if offset != 0 {
+		params["offset"] = strconv.Itoa(offset)
+	}
+	resp, err := a.call(ctx, "getUpdates", params)
+	if err != nil {
+		return nil, err
+	}
+	return decodeUpdates(resp.Result)
+}
+
+// decodeUpdates decodes a getUpdates result twice: into the library's types
+// and into the topic fields it lacks.
+func decodeUpdates(raw json.RawMessage) ([]update, error) {
+	var lib []tgbotapi.Update
+	if err := json.Unmarshal(raw, &lib); err != nil {
+		return nil, fmt.Errorf("telegram getUpdates: decode result: %w", err)
+	}
+	var extra []updateExtra
+	if err := json.Unmarshal(raw, &extra); err != nil || len(extra) != len(lib) {
+		return nil, fmt.Errorf("telegram getUpdates: decode topic fields: %v", err)
+	}
+	out := make([]update, len(lib))
+	for i, u := range lib {
+		out[i] = update{id: u.UpdateID, Update: u}
+		switch e := extra[i]; {
+		case e.Message != nil:
+			out[i].thread = *e.Message
+		case e.CallbackQuery != nil && e.CallbackQuery.Message != nil:
+			out[i].thread = *e.CallbackQuery.Message
+		}
+	}
+	return out, nil
+}
+
+// deliver hands a batch to core: one goroutine per chat keeps each chat's
+// updates in order, and deliver returns when all were handed over.
+func (a *Adapter) deliver(ctx context.Context, h core.Handler, updates []update) {
+	byChat := map[int64][]update{}
+	var order []int64
+	for _, u := range updates {
+		chat := chatOf(u.Update)
+		if _, ok := byChat[chat]; !ok {
+			order = append(order, chat)
+		}
+		byChat[chat] = append(byChat[chat], u)
+	}
+	var wg sync.WaitGroup
+	for _, chat := range order {
+		wg.Go(func() {
+			for _, u := range byChat[chat] {
+				a.handle(ctx, h, u)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func chatOf(u tgbotapi.Update) int64 {
+	switch {
+	case u.Message != nil && u.Message.Chat != nil:
+		return u.Message.Chat.ID
+	case u.CallbackQuery != nil && u.CallbackQuery.Message != nil && u.CallbackQuery.Message.Chat != nil:
+		return u.CallbackQuery.Message.Chat.ID
+	}
+	return 0
+}
+
+// handle hands one update to core.
+func (a *Adapter) handle(ctx context.Context, h core.Handler, u update) {
+	switch {
+	case u.Message != nil:
+		if m, ok := a.normalize(u.Message, u.thread); ok {
+			h.HandleMessage(ctx, m)
+		}
+	case u.CallbackQuery != nil:
+		a.press(ctx, h, u.CallbackQuery, u.thread)
+	}
+}
+
+func (a *Adapter) conv(chat int64, t threadInfo) core.ConversationKey {
+	k := core.ConversationKey{
+		Platform:  Name,
+		Workspace: strconv.FormatInt(a.self.ID, 10),
+		Channel:   strconv.FormatInt(chat, 10),
+	}
+	// In non-forum supergroups message_thread_id names a reply thread, not
+	// a topic; only topic messages get their own conversation.
+	if t.IsTopicMessage && t.MessageThreadID != 0 {
+		k.Thread = strconv.Itoa(t.MessageThreadID)
+	}
+	return k
+}
+
+func user(u *tgbotapi.User) core.User {
+	name := strings.TrimSpace(u.FirstName + " " + u.LastName)
+	if name == "" {
+		name = u.UserName
+	}
+	return core.User{ID: strconv.FormatInt(u.ID, 10), Name: name}
+}
+
+// normalize turns a Telegram message into a core.Message, or reports false
+// when the bot should not answer it (other bots, channel posts, group
+// messages not addressed to the bot under the mention trigger).
+func (a *Adapter) normalize(m *tgbotapi.Message, t threadInfo) (core.Message, bool) {
+	if m.From == nil || m.From.IsBot || m.Chat == nil || m.Chat.IsChannel() {
+		return core.Message{}, false
+	}
+	text, entities := m.Text, m.Entities
+	if text == "" && m.Caption != "" {
+		text, entities = m.Caption, m.CaptionEntities
+	}
+	text, addressed, other := a.stripMentions(text, entities)
+	if !m.Chat.IsPrivate() {
+		if other {
+			return core.Message{}, false // a command for another bot
+		}
+		toBot := m.ReplyToMessage != nil && m.ReplyToMessage.From != nil && m.ReplyToMessage.From.ID == a.self.ID
+		if a.opts.GroupTrigger != TriggerAll && !addressed && !toBot {
+			return core.Message{}, false
+		}
+	}
+	msg := core.Message{
+		Conv: a.conv(m.Chat.ID, t),
+		ID:   strconv.FormatInt(m.Chat.ID, 10) + ":" + strconv.Itoa(m.MessageID),
+		From: user(m.From),
+		Text: text,
+		Time: time.Unix(int64(m.Date), 0),
+	}
+	if n := len(m.Photo); n > 0 {
+		p := m.Photo[n-1] // the largest size
+		msg.Attachments = append(msg.Attachments, core.Attachment{
+			Kind: "image", Name: "photo-" + p.FileUniqueID + ".jpg", MIME: "image/jpeg",
+			Size: int64(p.FileSize), Source: p.FileID,
+		})
+	}
+	if d := m.Document; d != nil {
+		kind := "file"
+		if strings.HasPrefix(d.MimeType, "image/") {
+			kind = "image"
+		}
+		name := d.FileName
+		if name == "" {
+			name = "document-" + d.FileUniqueID
+		}
+		msg.Attachments = append(msg.Attachments, core.Attachment{
+			Kind: kind, Name: name, MIME: d.MimeType, Size: int64(d.FileSize), Source: d.FileID,
+		})
+	}
+	if msg.Text == "" && len(msg.Attachments) == 0 {
+		return core.Message{}, false // stickers, service messages, …
+	}
+	return msg, true
+}
+
+// stripMentions removes mentions of the bot (and "@bot" after a command)
+// from text. addressed reports a mention of the bot or a command for it;
+// other reports a leading command addressed to another bot.
+func (a *Adapter) stripMentions(text string, entities []tgbotapi.MessageEntity) (out string, addressed, other bool) {
+	units := utf16.Encode([]rune(text))
+	me := "@" + strings.ToLower(a.self.UserName)
+	type cut struct{ from, to int }
+	var cuts []cut
+	for _, e := range entities {
+		if e.Offset < 0 || e.Length <= 0 || e.Offset+e.Length > len(units) {
+			continue
+		}
+		s := string(utf16.Decode(units[e.Offset : e.Offset+e.Length]))
+		switch e.Type {
+		case "mention":
+			if strings.ToLower(s) == me {
+				addressed = true
+				cuts = append(cuts, cut{e.Offset, e.Offset + e.Length})
+			}
+		case "text_mention":
+			if e.User != nil && e.User.ID == a.self.ID {
+				addressed = true
+			}
+		case "bot_command":
+			if e.Offset != 0 {
+				continue
+			}
+			_, at, hasAt := strings.Cut(s, "@")
+			switch {
+			case !hasAt:
+				addressed = true
+			case "@"+strings.ToLower(at) == me:
+				addressed = true
+				n := len(utf16.Encode([]rune(at))) + 1
+				cuts = append(cuts, cut{e.Offset + e.Length - n, e.Offset + e.Length})
+			default:
+				other = true
+			}
+		}
+	}
+	if len(cuts) == 0 {
+		return strings.TrimSpace(text), addressed, other
+	}
+	var b []uint16
+	prev := 0
+	for _, c := range cuts {
+		if c.from < prev {
+			continue
+		}
+		b = append(b, units[prev:c.from]...)
+		prev = c.to
+	}
+	b = append(b, units[prev:]...)
+	out = strings.TrimSpace(string(utf16.Decode(b)))
+	return out, addressed, other
+}
+
+// press hands a button press to core and answers the callback query once:
+// with core's private reply if it gives one, else silently, so the
+// client's spinner always stops.
+func (a *Adapter) press(ctx context.Context, h core.Handler, q *tgbotapi.CallbackQuery, t threadInfo) {
+	var once sync.Once
+	answer := func(text string) {
+		once.Do(func() {
+			if r := []rune(text); len(r) > 200 {
+				text = string(r[:199]) + "…"
+			}
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			p := tgbotapi.Params{"callback_query_id": q.ID}
+			p.AddNonEmpty("text", text)
+			if _, err := a.call(actx, "answerCallbackQuery", p); err != nil {
+				a.log.WarnContext(ctx, "answerCallbackQuery failed", "err", err)
+			}
+		})
+	}
+	defer answer("")
+	if q.Message == nil || q.Message.Chat == nil || q.From == nil {
+		return // a press on an inline-mode message: not ours
+	}
+	conv := a.conv(q.Message.Chat.ID, t)
+	h.HandleAction(ctx, core.Action{
+		Conv:  conv,
+		From:  user(q.From),
+		Value: q.Data,
+		Ref:   core.MessageRef{Conv: conv, ID: strconv.Itoa(q.Message.MessageID)},
+		Reply: answer,
+	})
+}
+
+// setCommands registers the bridge's commands in Telegram's menu.
+func (a *Adapter) setCommands(ctx context.Context) error {
+	if len(a.opts.Commands) == 0 {
+		return nil
+	}
+	cmds, err := json.Marshal(a.opts.Commands)
+	if err != nil {
+		return fmt.Errorf("telegram setMyCommands: %w", err)
+	}
+	_, err = a.call(ctx, "setMyCommands", tgbotapi.Params{"commands": string(cmds)})
+	return err
+}

@@ -1,0 +1,288 @@
+// Package telegram is agentbridge's Telegram adapter. It drives the Bot API
+// through github.com/go-telegram-bot-api/telegram-bot-api/v5, using
+// MakeRequest with its own types for what that library lacks (forum topics'
+// message_thread_id, sendMessageDraft, setMyCommands). Updates arrive by
+// long polling in the adapter's own loop; the update offset is kept in the
+// core.Store and advanced only after updates are handed to core, so a crash
+// re-delivers them and core's dedup stops a second run.
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"golang.org/x/time/rate"
+
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/render"
+)
+
+// Name is the adapter's platform name in conversation keys.
+const Name = "telegram"
+
+// Group triggers: when the bot answers in groups.
+const (
+	TriggerMention = "mention" // only messages that mention or reply to the bot, and commands
+	TriggerAll     = "all"     // every message
+)
+
+// DefaultAPIURL is the public Bot API server.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// maxDownload is the Bot API's cap on files bots may download.
+const maxDownload = 20 << 20
+
+// Fatal errors Run returns.
+var (
+	// ErrUnauthorized: Telegram rejected the token (401).
+	ErrUnauthorized = errors.New("telegram rejected the bot token (401 Unauthorized): check telegram.token")
+	// ErrConflict: another process polls with the same token, or a webhook is set (409).
+	ErrConflict = errors.New("telegram reports a conflict (409): another instance is polling with this bot token, or a webhook is set")
+)
+
+// Command is a bot command shown in Telegram's menu (setMyCommands).
+type Command struct {
+	Command     string `json:"command"`
+	Description string `json:"description"`
+}
+
+// Options configure an Adapter.
+type Options struct {
+	Token  core.Secret
+	APIURL string // base URL of the Bot API server; "" → DefaultAPIURL
+	// GroupTrigger is TriggerMention (default) or TriggerAll.
+	GroupTrigger string
+	// Store keeps the update offset; nil keeps it in memory only.
+	Store core.Store
+	// Commands are registered with setMyCommands when Run starts.
+	Commands []Command
+	// PollTimeout is getUpdates' long-poll timeout; default 50 s.
+	PollTimeout time.Duration
+	// EditInterval is the edit cadence reported in Limits; default 1 s.
+	EditInterval time.Duration
+	// HTTPClient, if set, carries every request; default a new http.Client.
+	HTTPClient *http.Client
+}
+
+// Adapter is the Telegram platform. Create it with New.
+type Adapter struct {
+	opts  Options
+	log   *slog.Logger
+	bot   *tgbotapi.BotAPI // read-only after New; copied per call to carry a context
+	hc    *http.Client
+	token string
+	self  tgbotapi.User
+
+	mu      sync.Mutex
+	budgets map[int64]*budget
+}
+
+// budget is one chat's share of Telegram's flood limits.
+type budget struct {
+	lim     *rate.Limiter
+	blocked time.Time // a 429 said to wait until then
+}
+
+var (
+	_ core.Platform   = (*Adapter)(nil)
+	_ core.Typer      = (*Adapter)(nil)
+	_ core.Downloader = (*Adapter)(nil)
+)
+
+// New connects to the Bot API (getMe) and returns the adapter. ctx bounds
+// that first call.
+func New(ctx context.Context, opts Options, log *slog.Logger) (*Adapter, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Token.IsZero() {
+		return nil, errors.New("telegram: no bot token configured")
+	}
+	if opts.APIURL == "" {
+		opts.APIURL = DefaultAPIURL
+	}
+	opts.APIURL = strings.TrimRight(opts.APIURL, "/")
+	if opts.GroupTrigger == "" {
+		opts.GroupTrigger = TriggerMention
+	}
+	if opts.PollTimeout <= 0 {
+		opts.PollTimeout = 50 * time.Second
+	}
+	if opts.EditInterval <= 0 {
+		opts.EditInterval = time.Second
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), budgets: map[int64]*budget{}}
+	bot, err := tgbotapi.NewBotAPIWithClient(a.token, opts.APIURL+"/bot%s/%s", ctxClient{ctx: ctx, hc: hc})
+	if err != nil {
+		return nil, a.translate("getMe", err)
+	}
+	a.bot = bot
+	a.self = bot.Self
+	return a, nil
+}
+
+// Name returns "telegram".
+func (a *Adapter) Name() string { return Name }
+
+// BotID returns the bot's Telegram user id (the Workspace of its
+// conversation keys).
+func (a *Adapter) BotID() int64 { return a.self.ID }
+
+// Limits reports Telegram's limits: 4,096 characters after entity parsing
+// (the rendered HTML is never shorter than that, so counting it is safe),
+// callback_data of 64 bytes, HTML markup.
+func (a *Adapter) Limits() core.Limits {
+	return core.Limits{
+		MaxText:        4000,
+		EditInterval:   a.opts.EditInterval,
+		MaxButtonValue: 64,
+		Dialect:        render.TelegramHTML,
+	}
+}
+
+// ctxClient gives the library's context-free requests a context.
+type ctxClient struct {
+	ctx context.Context
+	hc  *http.Client
+}
+
+func (c ctxClient) Do(r *http.Request) (*http.Response, error) { return c.hc.Do(r.WithContext(c.ctx)) }
+
+// call makes one Bot API request bound to ctx. The library has no contexts,
+// so each call uses a copy of the BotAPI whose client carries ctx.
+func (a *Adapter) call(ctx context.Context, method string, p tgbotapi.Params) (*tgbotapi.APIResponse, error) {
+	b := *a.bot
+	b.Client = ctxClient{ctx: ctx, hc: a.hc}
+	resp, err := b.MakeRequest(method, p)
+	if err != nil {
+		return nil, a.translate(method, err)
+	}
+	return resp, nil
+}
+
+// apiError is a Bot API or transport error with the token scrubbed out.
+type apiError struct {
+	msg   string
+	cause error // a core sentinel or a context error, never the raw error
+}
+
+func (e *apiError) Error() string { return e.msg }
+func (e *apiError) Unwrap() error { return e.cause }
+
+// translate turns a library error into core's vocabulary, scrubbing the
+// token (transport errors carry the request URL, which contains it).
+func (a *Adapter) translate(method string, err error) error {
+	msg := method + ": " + a.scrub(err.Error())
+	var tg *tgbotapi.Error
+	if !errors.As(err, &tg) {
+		var cause error
+		switch {
+		case errors.Is(err, context.Canceled):
+			cause = context.Canceled
+		case errors.Is(err, context.DeadlineExceeded):
+			cause = context.DeadlineExceeded
+		}
+		return &apiError{msg: "telegram " + msg, cause: cause}
+	}
+	desc := strings.ToLower(tg.Message)
+	wrap := func(sentinel error) error { return &apiError{msg: "telegram " + msg, cause: sentinel} }
+	switch {
+	case tg.Code == 429:
+		ra := time.Duration(tg.RetryAfter) * time.Second
+		if ra <= 0 {
+			ra = time.Second
+		}
+		return &core.RateLimitError{RetryAfter: ra, Err: wrap(nil)}
+	case tg.Code == 401:
+		return wrap(ErrUnauthorized)
+	case tg.Code == 409:
+		return wrap(ErrConflict)
+	case strings.Contains(desc, "message is not modified"):
+		return wrap(core.ErrNotModified)
+	case strings.Contains(desc, "can't parse entities") || strings.Contains(desc, "unsupported start tag"):
+		return wrap(core.ErrFormatting)
+	case strings.Contains(desc, "too long"):
+		return wrap(core.ErrMessageTooLong)
+	case strings.Contains(desc, "not found") || strings.Contains(desc, "can't be edited") ||
+		tg.Code == 403: // bot blocked by the user or removed from the chat
+		return wrap(core.ErrNotFound)
+	}
+	return wrap(nil)
+}
+
+// scrub removes the token from s.
+func (a *Adapter) scrub(s string) string {
+	if a.token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, a.token, "<token>")
+}
+
+// chatBudget returns chat's flood budget: about one message a second in a
+// private chat, twenty a minute in a group.
+func (a *Adapter) chatBudget(chat int64) *budget {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b := a.budgets[chat]
+	if b == nil {
+		lim := rate.NewLimiter(rate.Every(time.Second), 3)
+		if chat < 0 {
+			lim = rate.NewLimiter(rate.Every(3*time.Second), 5)
+		}
+		b = &budget{lim: lim}
+		a.budgets[chat] = b
+	}
+	return b
+}
+
+// reserve takes one message from chat's budget. When none is free now it
+// reports how long to wait and takes nothing.
+func (a *Adapter) reserve(chat int64) time.Duration {
+	b := a.chatBudget(chat)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	if d := b.blocked.Sub(now); d > 0 {
+		return d
+	}
+	r := b.lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return d
+	}
+	return 0
+}
+
+// blocked records a 429's retry_after for chat.
+func (a *Adapter) blocked(chat int64, err error) {
+	ra, ok := core.RetryAfter(err)
+	if !ok {
+		return
+	}
+	b := a.chatBudget(chat)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if until := time.Now().Add(ra); until.After(b.blocked) {
+		b.blocked = until
+	}
+}
+
+func parseChat(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("telegram: bad chat id %q", s)
+	}
+	return id, nil
+}

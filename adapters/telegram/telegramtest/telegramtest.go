@@ -1,0 +1,529 @@
+// Package telegramtest provides a fake Telegram Bot API server for tests, in
+// the spirit of net/http/httptest: it speaks the Bot API's form-encoded
+// requests and JSON answers on 127.0.0.1, keeps chats' messages, queues
+// updates for getUpdates with real offset semantics (an update is confirmed
+// by a later call with a higher offset), serves files for getFile, records
+// every call, and can inject errors such as 429 with retry_after, 409 and
+// 401.
+package telegramtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf16"
+)
+
+// BotID is the fake bot's user id; BotUsername its username.
+const (
+	BotID       = 4242
+	BotUsername = "agent_test_bot"
+)
+
+// Call is one recorded Bot API request.
+type Call struct {
+	Method string
+	Form   url.Values
+	At     time.Time
+}
+
+// Message is the current state of a message the bot sent.
+type Message struct {
+	ChatID    int64
+	ID        int
+	ThreadID  int
+	Text      string
+	ParseMode string
+	Markup    string // reply_markup JSON as sent; "" when none
+	Edits     int
+}
+
+// Fault is an error answer the server gives instead of handling a call.
+type Fault struct {
+	Code        int    // HTTP status and error_code, e.g. 429
+	Description string // e.g. "Too Many Requests: retry after 1"
+	RetryAfter  int    // seconds; sent as parameters.retry_after when > 0
+}
+
+// Server is a fake Bot API server. Create it with NewServer and Close it.
+type Server struct {
+	// URL is the base URL to configure as api_url (no trailing slash).
+	URL   string
+	Token string
+
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	calls   []Call
+	changed chan struct{} // closed and replaced on every recorded change
+	updates []pending
+	nextUpd int
+	msgs    map[string]*Message
+	nextMsg int
+	faults  map[string][]Fault
+	files   map[string]file
+	maxPoll time.Duration
+}
+
+type pending struct {
+	id  int
+	raw map[string]any
+}
+
+type file struct {
+	path string
+	data []byte
+}
+
+// NewServer starts a fake Bot API server accepting token.
+func NewServer(token string) *Server {
+	s := &Server{
+		Token:   token,
+		changed: make(chan struct{}),
+		nextUpd: 1000,
+		msgs:    map[string]*Message{},
+		nextMsg: 100,
+		faults:  map[string][]Fault{},
+		files:   map[string]file{},
+		maxPoll: 30 * time.Second,
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /{bottoken}/{method}", s.api)
+	mux.HandleFunc("GET /file/{bottoken}/{path...}", s.file)
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close shuts the server down, ending any long poll in flight.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// Fail makes the next calls of method answer with faults, one each, in order.
+func (s *Server) Fail(method string, faults ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[method] = append(s.faults[method], faults...)
+}
+
+// RateLimit returns a 429 fault asking to wait retryAfter seconds.
+func RateLimit(retryAfter int) Fault {
+	return Fault{Code: 429, Description: fmt.Sprintf("Too Many Requests: retry after %d", retryAfter), RetryAfter: retryAfter}
+}
+
+// Conflict is the 409 a second poller gets.
+var Conflict = Fault{Code: 409, Description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}
+
+// AddFile makes fileID downloadable through getFile with data.
+func (s *Server) AddFile(fileID, path string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[fileID] = file{path: path, data: data}
+}
+
+// Push queues an update (the JSON object without update_id) and returns
+// the update_id it got.
+func (s *Server) Push(update map[string]any) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextUpd++
+	s.updates = append(s.updates, pending{id: s.nextUpd, raw: update})
+	s.notifyLocked()
+	return s.nextUpd
+}
+
+// Redeliver queues an update again under a new update_id, as Telegram does
+// when a webhook delivery is retried or a poller restarts unconfirmed.
+func (s *Server) Redeliver(update map[string]any) int { return s.Push(update) }
+
+// Pending returns the update ids not yet confirmed by an offset.
+func (s *Server) Pending() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int
+	for _, p := range s.updates {
+		ids = append(ids, p.id)
+	}
+	return ids
+}
+
+// Calls returns the recorded calls of the given methods (all when none).
+func (s *Server) Calls(methods ...string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if len(methods) == 0 || contains(methods, c.Method) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Messages returns the messages the bot has sent to chatID, oldest first.
+func (s *Server) Messages(chatID int64) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.msgs {
+		if m.ChatID == chatID {
+			out = append(out, *m)
+		}
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].ID < out[j-1].ID; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// Changed returns a channel closed at the next recorded call or change, to
+// wait on without sleeping.
+func (s *Server) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func ok(w http.ResponseWriter, result any) {
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "result": result})
+}
+
+func fail(w http.ResponseWriter, f Fault) {
+	body := map[string]any{"ok": false, "error_code": f.Code, "description": f.Description}
+	if f.RetryAfter > 0 {
+		body["parameters"] = map[string]any{"retry_after": f.RetryAfter}
+	}
+	writeJSON(w, f.Code, body)
+}
+
+func badRequest(w http.ResponseWriter, desc string) {
+	fail(w, Fault{Code: 400, Description: "Bad Request: " + desc})
+}
+
+var unauthorized = Fault{Code: 401, Description: "Unauthorized"}
+
+func (s *Server) api(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("bottoken") != "bot"+s.Token {
+		fail(w, unauthorized)
+		return
+	}
+	if err := r.ParseMultipartForm(1 << 20); err != nil {
+		r.ParseForm()
+	}
+	method := r.PathValue("method")
+	s.mu.Lock()
+	s.calls = append(s.calls, Call{Method: method, Form: r.Form, At: time.Now()})
+	s.notifyLocked()
+	if q := s.faults[method]; len(q) > 0 {
+		f := q[0]
+		s.faults[method] = q[1:]
+		s.mu.Unlock()
+		fail(w, f)
+		return
+	}
+	s.mu.Unlock()
+
+	switch method {
+	case "getMe":
+		ok(w, map[string]any{"id": BotID, "is_bot": true, "first_name": "Agent", "username": BotUsername})
+	case "getUpdates":
+		s.getUpdates(w, r)
+	case "sendMessage":
+		s.sendMessage(w, r)
+	case "editMessageText":
+		s.editMessageText(w, r)
+	case "getFile":
+		s.mu.Lock()
+		f, found := s.files[r.Form.Get("file_id")]
+		s.mu.Unlock()
+		if !found {
+			badRequest(w, "invalid file_id")
+			return
+		}
+		ok(w, map[string]any{"file_id": r.Form.Get("file_id"), "file_unique_id": "u" + r.Form.Get("file_id"), "file_size": len(f.data), "file_path": f.path})
+	case "answerCallbackQuery", "sendChatAction", "sendMessageDraft", "setMyCommands", "setWebhook", "deleteWebhook":
+		ok(w, true)
+	default:
+		fail(w, Fault{Code: 404, Description: "Not Found: method not found"})
+	}
+}
+
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
+	offset, _ := strconv.Atoi(r.Form.Get("offset"))
+	timeout, _ := strconv.Atoi(r.Form.Get("timeout"))
+	limit, _ := strconv.Atoi(r.Form.Get("limit"))
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	wait := min(time.Duration(timeout)*time.Second, s.maxPoll)
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		if offset > 0 {
+			// Confirm everything below offset, as Telegram does.
+			keep := s.updates[:0]
+			for _, p := range s.updates {
+				if p.id >= offset {
+					keep = append(keep, p)
+				}
+			}
+			s.updates = keep
+		}
+		var out []map[string]any
+		for _, p := range s.updates {
+			if len(out) == limit {
+				break
+			}
+			u := map[string]any{"update_id": p.id}
+			for k, v := range p.raw {
+				u[k] = v
+			}
+			out = append(out, u)
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		if len(out) > 0 {
+			ok(w, out)
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			ok(w, []any{})
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func key(chat string, id int) string { return chat + "/" + strconv.Itoa(id) }
+
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
+	chat := r.Form.Get("chat_id")
+	chatID, err := strconv.ParseInt(chat, 10, 64)
+	if err != nil {
+		badRequest(w, "chat not found")
+		return
+	}
+	text, mode := r.Form.Get("text"), r.Form.Get("parse_mode")
+	if desc := checkText(text, mode); desc != "" {
+		badRequest(w, desc)
+		return
+	}
+	thread, _ := strconv.Atoi(r.Form.Get("message_thread_id"))
+	s.mu.Lock()
+	s.nextMsg++
+	m := &Message{ChatID: chatID, ID: s.nextMsg, ThreadID: thread, Text: text, ParseMode: mode, Markup: markup(r.Form)}
+	s.msgs[key(chat, m.ID)] = m
+	s.notifyLocked()
+	s.mu.Unlock()
+	ok(w, messageJSON(m))
+}
+
+func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
+	chat := r.Form.Get("chat_id")
+	id, _ := strconv.Atoi(r.Form.Get("message_id"))
+	text, mode := r.Form.Get("text"), r.Form.Get("parse_mode")
+	if desc := checkText(text, mode); desc != "" {
+		badRequest(w, desc)
+		return
+	}
+	mk := markup(r.Form)
+	s.mu.Lock()
+	m := s.msgs[key(chat, id)]
+	switch {
+	case m == nil:
+		s.mu.Unlock()
+		badRequest(w, "message to edit not found")
+		return
+	case m.Text == text && m.ParseMode == mode && m.Markup == mk:
+		s.mu.Unlock()
+		badRequest(w, "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
+		return
+	}
+	m.Text, m.ParseMode, m.Markup = text, mode, mk
+	m.Edits++
+	s.notifyLocked()
+	res := messageJSON(m)
+	s.mu.Unlock()
+	ok(w, res)
+}
+
+// markup normalizes reply_markup: the library sends "null" for none.
+func markup(f url.Values) string {
+	mk := f.Get("reply_markup")
+	if mk == "null" || mk == "{}" || mk == `{"inline_keyboard":[]}` {
+		return ""
+	}
+	return mk
+}
+
+func messageJSON(m *Message) map[string]any {
+	chatType := "private"
+	if m.ChatID < 0 {
+		chatType = "supergroup"
+	}
+	out := map[string]any{
+		"message_id": m.ID, "date": time.Now().Unix(), "text": m.Text,
+		"chat": map[string]any{"id": m.ChatID, "type": chatType},
+		"from": map[string]any{"id": BotID, "is_bot": true, "first_name": "Agent", "username": BotUsername},
+	}
+	if m.ThreadID != 0 {
+		out["message_thread_id"] = m.ThreadID
+		out["is_topic_message"] = true
+	}
+	return out
+}
+
+var tagRE = regexp.MustCompile(`<(/?)([a-zA-Z0-9-]+)[^>]*>`)
+
+// checkText applies Telegram's checks: HTML must parse (known tags,
+// balanced), and the text after entity parsing must be 1–4096 UTF-16 units.
+func checkText(text, mode string) string {
+	visible := text
+	if strings.EqualFold(mode, "HTML") {
+		var stack []string
+		allowed := map[string]bool{"b": true, "strong": true, "i": true, "em": true, "u": true, "ins": true, "s": true,
+			"strike": true, "del": true, "a": true, "code": true, "pre": true, "blockquote": true, "tg-spoiler": true, "span": true, "tg-emoji": true}
+		for _, m := range tagRE.FindAllStringSubmatch(text, -1) {
+			name := strings.ToLower(m[2])
+			if !allowed[name] {
+				return "can't parse entities: Unsupported start tag \"" + name + "\""
+			}
+			if m[1] == "" {
+				stack = append(stack, name)
+				continue
+			}
+			if len(stack) == 0 || stack[len(stack)-1] != name {
+				return "can't parse entities: Unexpected end tag"
+			}
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 {
+			return "can't parse entities: Can't find end tag corresponding to start tag \"" + stack[len(stack)-1] + "\""
+		}
+		visible = html.UnescapeString(tagRE.ReplaceAllString(text, ""))
+	}
+	n := len(utf16.Encode([]rune(visible)))
+	switch {
+	case strings.TrimSpace(visible) == "":
+		return "message text is empty"
+	case n > 4096:
+		return "message is too long"
+	}
+	return ""
+}
+
+func (s *Server) file(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("bottoken") != "bot"+s.Token {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		return
+	}
+	path := r.PathValue("path")
+	s.mu.Lock()
+	var data []byte
+	found := false
+	for _, f := range s.files {
+		if f.path == path {
+			data, found = f.data, true
+		}
+	}
+	s.calls = append(s.calls, Call{Method: "file", Form: url.Values{"path": {path}}, At: time.Now()})
+	s.notifyLocked()
+	s.mu.Unlock()
+	if !found {
+		http.NotFound(w, r)
+		return
+	}
+	w.Write(data)
+}
+
+// Update builders: the JSON shapes Telegram sends.
+
+// User is a Telegram user object.
+func User(id int64, first, username string) map[string]any {
+	u := map[string]any{"id": id, "is_bot": false, "first_name": first}
+	if username != "" {
+		u["username"] = username
+	}
+	return u
+}
+
+// PrivateMessage is a "message" update from user in their DM with the bot.
+func PrivateMessage(msgID int, user map[string]any, text string) map[string]any {
+	id := user["id"]
+	return map[string]any{"message": map[string]any{
+		"message_id": msgID, "date": time.Now().Unix(), "text": text, "from": user,
+		"chat": map[string]any{"id": id, "type": "private", "first_name": user["first_name"]},
+	}}
+}
+
+// GroupMessage is a "message" update in group chatID; thread > 0 puts it
+// in that forum topic. Mentions of @BotUsername get a mention entity.
+func GroupMessage(chatID int64, msgID, thread int, user map[string]any, text string) map[string]any {
+	m := map[string]any{
+		"message_id": msgID, "date": time.Now().Unix(), "text": text, "from": user,
+		"chat": map[string]any{"id": chatID, "type": "supergroup", "title": "Group", "is_forum": thread > 0},
+	}
+	if thread > 0 {
+		m["message_thread_id"] = thread
+		m["is_topic_message"] = true
+	}
+	if i := strings.Index(text, "@"+BotUsername); i >= 0 {
+		off := len(utf16.Encode([]rune(text[:i])))
+		m["entities"] = []any{map[string]any{"type": "mention", "offset": off, "length": len(BotUsername) + 1}}
+	}
+	if strings.HasPrefix(text, "/") {
+		cmd, _, _ := strings.Cut(text, " ")
+		m["entities"] = []any{map[string]any{"type": "bot_command", "offset": 0, "length": len(utf16.Encode([]rune(cmd)))}}
+	}
+	return map[string]any{"message": m}
+}
+
+// CallbackQuery is a press of a button with data on message msgID in chatID.
+func CallbackQuery(id string, user map[string]any, chatID int64, msgID, thread int, data string) map[string]any {
+	chatType := "private"
+	if chatID < 0 {
+		chatType = "supergroup"
+	}
+	msg := map[string]any{"message_id": msgID, "date": time.Now().Unix(), "chat": map[string]any{"id": chatID, "type": chatType}}
+	if thread > 0 {
+		msg["message_thread_id"] = thread
+		msg["is_topic_message"] = true
+	}
+	return map[string]any{"callback_query": map[string]any{"id": id, "from": user, "chat_instance": "ci", "data": data, "message": msg}}
+}
