@@ -598,3 +598,15 @@ func TestThreadPerMention(t *testing.T) {
 		t.Errorf("follow-up = %+v", m)
 	}
 }
+
+func FuzzRouteKey(f *testing.F) {
+	for _, s := range []string{"/api/v9/channels/C1/messages/M1", "/channels/", "/channels//messages//x", "/api/v9/gateway"} {
+		f.Add("PATCH", s)
+	}
+	f.Fuzz(func(t *testing.T, method, path string) {
+		k := routeKey(method, path)
+		if k != "" && !strings.HasPrefix(k, method+" ") {
+			t.Fatalf("routeKey(%q, %q) = %q: not keyed by method", method, path, k)
+		}
+	})
+}
