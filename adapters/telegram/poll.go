@@ -31,7 +31,7 @@ const (
 func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	if err := a.setCommands(ctx); err != nil {
 		if errors.Is(err, ErrUnauthorized) {
-			return fatal(err)
+			return err
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -54,7 +54,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		}
 		if err != nil {
 			if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrConflict) {
-				return fatal(err)
+				return err
 			}
 			wait, limited := core.RetryAfter(err)
 			if !limited {
@@ -81,16 +81,6 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			a.log.ErrorContext(ctx, "could not save update offset", "err", err)
 		}
 	}
-}
-
-// fatal words a fatal error for the operator.
-func fatal(err error) error {
-	for _, sentinel := range []error{ErrUnauthorized, ErrConflict} {
-		if errors.Is(err, sentinel) {
-			return fmt.Errorf("%w (%v)", sentinel, err)
-		}
-	}
-	return err
 }
 
 // jitter spreads d over [d/2, d).

@@ -206,9 +206,9 @@ func (a *Adapter) translate(method string, err error) error {
 		}
 		return &core.RateLimitError{RetryAfter: ra, Err: wrap(nil)}
 	case tg.Code == 401:
-		return wrap(ErrUnauthorized)
+		return &apiError{msg: ErrUnauthorized.Error() + " [" + msg + "]", cause: ErrUnauthorized}
 	case tg.Code == 409:
-		return wrap(ErrConflict)
+		return &apiError{msg: ErrConflict.Error() + " [" + msg + "]", cause: ErrConflict}
 	case strings.Contains(desc, "message is not modified"):
 		return wrap(core.ErrNotModified)
 	case strings.Contains(desc, "can't parse entities") || strings.Contains(desc, "unsupported start tag"):

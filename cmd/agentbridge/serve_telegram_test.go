@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/adapters/telegram/telegramtest"
+)
+
+// tgLogBuffer is a bytes.Buffer safe for the logger and the test to share.
+type tgLogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *tgLogBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *tgLogBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeTelegram(t *testing.T) {
+	const token = "987654:SERVE-SECRET"
+	t.Setenv("AGENTBRIDGE_DEMO_DELAY", "1ms")
+	t.Setenv("AGENTBRIDGE_TEST_TG_TOKEN", token)
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	dir := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`store: %s
+profiles: {demo: builtin:demo}
+default_profile: demo
+log: {level: debug}
+telegram:
+  enabled: true
+  token: ${AGENTBRIDGE_TEST_TG_TOKEN}
+  api_url: %s
+  allow_users: ["1001"]
+`, filepath.Join(dir, "bridge.db"), fake.URL))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr tgLogBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, &stderr) }()
+
+	alice := telegramtest.User(1001, "Alice", "alice")
+	fake.Push(telegramtest.PrivateMessage(1, alice, "my name is Ada"))
+	timeout := time.After(30 * time.Second)
+	for {
+		ch := fake.Changed()
+		if msgs := fake.Messages(1001); len(msgs) > 0 && strings.Contains(msgs[len(msgs)-1].Text, "Nice to meet you") &&
+			len(fake.Pending()) == 0 && strings.Contains(msgs[len(msgs)-1].Text, "remember") {
+			break
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("no streamed demo reply; messages %+v\nlog:\n%s", fake.Messages(1001), stderr.String())
+		case err := <-done:
+			t.Fatalf("serve returned early: %v\n%s", err, stderr.String())
+		}
+	}
+	if got := fake.Calls("setMyCommands"); len(got) != 1 {
+		t.Errorf("setMyCommands calls = %d; want 1", len(got))
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v after cancel; want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if strings.Contains(stderr.String(), "SERVE-SECRET") {
+		t.Errorf("token in serve's log:\n%s", stderr.String())
+	}
+}
+
+func TestServeTelegramBadToken(t *testing.T) {
+	fake := telegramtest.NewServer("right:token")
+	defer fake.Close()
+	t.Setenv("AGENTBRIDGE_TEST_TG_TOKEN", "1:WRONG-SECRET")
+	cfg := writeConfig(t, fmt.Sprintf(`store: %s
+profiles: {demo: builtin:demo}
+default_profile: demo
+telegram:
+  enabled: true
+  token: ${AGENTBRIDGE_TEST_TG_TOKEN}
+  api_url: %s
+  allow_users: ["1001"]
+`, filepath.Join(t.TempDir(), "bridge.db"), fake.URL))
+	var stderr bytes.Buffer
+	err := run(t.Context(), []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, &stderr)
+	if err == nil {
+		t.Fatal("serve started with a rejected token")
+	}
+	out := err.Error() + stderr.String()
+	if !strings.Contains(out, "401") || strings.Contains(out, "WRONG-SECRET") {
+		t.Errorf("serve error %q, stderr %q; want a 401 without the token", err, stderr.String())
+	}
+}
