@@ -1,0 +1,426 @@
+package telegram_test
+
+import (
+	"context"
+	"encoding/json"
+	"html"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/adapters/telegram"
+	"github.com/agentbridge/agentbridge/adapters/telegram/telegramtest"
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/store"
+)
+
+// cadence is the edit interval the end-to-end tests configure.
+const cadence = 400 * time.Millisecond
+
+// stack is the real bridge around the fake Bot API: store, engine,
+// adapter, and agents that are real processes.
+type stack struct {
+	t      *testing.T
+	fake   *telegramtest.Server
+	st     *store.Store
+	ad     *telegram.Adapter
+	eng    *engine.Engine
+	cancel context.CancelFunc
+	done   chan error
+	logs   *logBuf
+	runLog string
+}
+
+func agentProfile(runLog string) *agentproc.Profile {
+	return &agentproc.Profile{
+		Name:              "test",
+		Command:           os.Args[0],
+		Args:              []string{"-test.run=^$"},
+		Env:               map[string]string{agentEnv: "1", runLogEnv: runLog, "GORACE": "atexit_sleep_ms=0"},
+		Timeout:           30 * time.Second,
+		KillGrace:         300 * time.Millisecond,
+		Streaming:         true,
+		Permission:        true,
+		PermissionTimeout: 20 * time.Second,
+	}
+}
+
+// startStack starts the bridge on db (a fresh one when ""). wrap, if set,
+// wraps the engine's handler.
+func startStack(t *testing.T, fake *telegramtest.Server, db string, wrap func(core.Handler, context.CancelFunc) core.Handler) *stack {
+	t.Helper()
+	if db == "" {
+		db = filepath.Join(t.TempDir(), "bridge.db")
+	}
+	st, err := store.Open(db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuf{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ad, err := telegram.New(t.Context(), telegram.Options{
+		Token: token, APIURL: fake.URL, Store: st, PollTimeout: 5 * time.Second, EditInterval: cadence,
+	}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runLog := filepath.Join(filepath.Dir(db), "runs.log")
+	eng := engine.New(st, &engine.Settings{
+		Platforms: map[string]engine.PlatformSettings{
+			"telegram": {AllowUsers: []string{"1001"}, AllowChats: []string{strconv.FormatInt(group, 10)}},
+		},
+		Profiles:       map[string]*agentproc.Profile{"test": agentProfile(runLog)},
+		DefaultProfile: "test",
+	}, engine.Options{Log: log, TempDir: t.TempDir()})
+	ctx, cancel := context.WithCancel(context.Background())
+	var h core.Handler = eng.Handler(ad)
+	if wrap != nil {
+		h = wrap(h, cancel)
+	}
+	s := &stack{t: t, fake: fake, st: st, ad: ad, eng: eng, cancel: cancel, done: make(chan error, 1), logs: logs, runLog: runLog}
+	go func() { s.done <- ad.Run(ctx, h) }()
+	if err := eng.Recover(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+// stop shuts the bridge down like serve does; safe to call twice.
+func (s *stack) stop() {
+	if s.st == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.eng.Shutdown(ctx, 5*time.Second)
+	s.cancel()
+	if err := <-s.done; err != nil {
+		s.t.Errorf("Run = %v; want nil after ctx end", err)
+	}
+	s.st.Close()
+	s.st = nil
+	if strings.Contains(s.logs.String(), "SECRET") {
+		s.t.Errorf("token in logs:\n%s", s.logs.String())
+	}
+}
+
+// waitMsg waits until a message in chat satisfies cond and returns it.
+func waitMsg(t *testing.T, fake *telegramtest.Server, chat int64, cond func(telegramtest.Message) bool) telegramtest.Message {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		ch := fake.Changed()
+		for _, m := range fake.Messages(chat) {
+			if cond(m) {
+				return m
+			}
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("timed out; messages in %d: %+v", chat, fake.Messages(chat))
+		}
+	}
+}
+
+func contains(s string) func(telegramtest.Message) bool {
+	return func(m telegramtest.Message) bool { return strings.Contains(m.Text, s) }
+}
+
+// opsOn returns the times of sendMessage and editMessageText on message id.
+func opsOn(fake *telegramtest.Server, chat int64, id int) []time.Time {
+	var out []time.Time
+	c, mid := strconv.FormatInt(chat, 10), strconv.Itoa(id)
+	sends := 0
+	for _, call := range fake.Calls("sendMessage", "editMessageText") {
+		if call.Form.Get("chat_id") != c {
+			continue
+		}
+		if call.Method == "editMessageText" && call.Form.Get("message_id") == mid {
+			out = append(out, call.At)
+		}
+		if call.Method == "sendMessage" {
+			sends++
+		}
+	}
+	return out
+}
+
+func TestE2EStreamedReplyInDM(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	s := startStack(t, fake, "", nil)
+	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 12"))
+	final := waitMsg(t, fake, 1001, contains("END"))
+	if !strings.Contains(final.Text, "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 END") || final.ParseMode != "HTML" {
+		t.Errorf("final reply = %q (%s)", final.Text, final.ParseMode)
+	}
+	edits := opsOn(fake, 1001, final.ID)
+	if len(edits) < 1 {
+		t.Fatalf("the reply was not streamed with edits")
+	}
+	// The send that created the message is the first op.
+	var sentAt time.Time
+	for _, c := range fake.Calls("sendMessage") {
+		if c.Form.Get("chat_id") == "1001" {
+			sentAt = c.At
+			break
+		}
+	}
+	ops := append([]time.Time{sentAt}, edits...)
+	for i := 1; i < len(ops); i++ {
+		// A little slack for the clock between the adapter and the fake.
+		if gap := ops[i].Sub(ops[i-1]); gap < cadence-20*time.Millisecond {
+			t.Errorf("edit %d came %v after the previous; cadence is %v", i, gap, cadence)
+		}
+	}
+	if len(fake.Calls("sendChatAction")) == 0 {
+		t.Errorf("no typing indicator")
+	}
+	s.stop()
+}
+
+var preRE = regexp.MustCompile(`(?s)<pre>(?:<code[^>]*>)?(.*?)(?:</code>)?</pre>`)
+
+func TestE2ELongAnswerSplitsKeepingCodeBlocks(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	startStack(t, fake, "", nil)
+	const lines = 250 // about 12,000 characters
+	fake.Push(telegramtest.PrivateMessage(1, alice, "code "+strconv.Itoa(lines)))
+	waitMsg(t, fake, 1001, contains("END"))
+	msgs := fake.Messages(1001)
+	if len(msgs) < 3 {
+		t.Fatalf("got %d messages; want the answer split into at least 3", len(msgs))
+	}
+	var code []string
+	for i, m := range msgs {
+		blocks := preRE.FindAllStringSubmatch(m.Text, -1)
+		if len(blocks) == 0 && !strings.Contains(m.Text, "END") && !strings.Contains(m.Text, "sess-") {
+			t.Errorf("message %d has no complete code block: %.200q", i, m.Text)
+		}
+		for _, b := range blocks {
+			for _, l := range strings.Split(strings.TrimRight(html.UnescapeString(b[1]), "\n"), "\n") {
+				code = append(code, l)
+			}
+		}
+	}
+	if len(code) != lines {
+		t.Fatalf("code lines across messages = %d; want %d", len(code), lines)
+	}
+	for i, l := range code {
+		if want := "line " + leftPad(i+1) + `: fmt.Println("a < b && c > d")`; l != want {
+			t.Fatalf("code line %d = %q; want %q", i, l, want)
+		}
+	}
+}
+
+func leftPad(n int) string { s := strconv.Itoa(n); return strings.Repeat("0", 4-len(s)) + s }
+
+// buttonData returns the callback_data of the button labelled label.
+func buttonData(t *testing.T, m telegramtest.Message, label string) string {
+	t.Helper()
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal([]byte(m.Markup), &kb); err != nil {
+		t.Fatalf("keyboard %q: %v", m.Markup, err)
+	}
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			if b.Text == label {
+				if len(b.CallbackData) > 64 {
+					t.Errorf("callback_data is %d bytes", len(b.CallbackData))
+				}
+				return b.CallbackData
+			}
+		}
+	}
+	t.Fatalf("no %q button in %s", label, m.Markup)
+	return ""
+}
+
+func TestE2EPermissionPromptInGroup(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	startStack(t, fake, "", nil)
+	fake.Push(telegramtest.GroupMessage(group, 1, 0, alice, "@"+telegramtest.BotUsername+" perm"))
+	prompt := waitMsg(t, fake, group, func(m telegramtest.Message) bool { return m.Markup != "" })
+	if !strings.Contains(prompt.Text, "Permission needed") {
+		t.Errorf("prompt = %q", prompt.Text)
+	}
+	allow := buttonData(t, prompt, "Allow")
+
+	// A stranger's press is refused privately and changes nothing.
+	fake.Push(telegramtest.CallbackQuery("cb-bob", bob, group, prompt.ID, 0, allow))
+	waitCall(t, fake, func(c telegramtest.Call) bool {
+		return c.Method == "answerCallbackQuery" && c.Form.Get("callback_query_id") == "cb-bob"
+	}, func(c telegramtest.Call) {
+		if !strings.Contains(c.Form.Get("text"), "Only the person who asked") {
+			t.Errorf("refusal = %q", c.Form.Get("text"))
+		}
+	})
+	// The requester's press is answered and allows the tool.
+	fake.Push(telegramtest.CallbackQuery("cb-alice", alice, group, prompt.ID, 0, allow))
+	waitMsg(t, fake, group, contains("decision: allow END"))
+	done := waitMsg(t, fake, group, func(m telegramtest.Message) bool { return m.ID == prompt.ID && m.Markup == "" })
+	if !strings.Contains(done.Text, "Allowed by Alice") {
+		t.Errorf("prompt after the answer = %q", done.Text)
+	}
+	waitCall(t, fake, func(c telegramtest.Call) bool {
+		return c.Method == "answerCallbackQuery" && c.Form.Get("callback_query_id") == "cb-alice"
+	}, nil)
+}
+
+func waitCall(t *testing.T, fake *telegramtest.Server, match func(telegramtest.Call) bool, check func(telegramtest.Call)) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		ch := fake.Changed()
+		for _, c := range fake.Calls() {
+			if match(c) {
+				if check != nil {
+					check(c)
+				}
+				return
+			}
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("timed out waiting for a call; calls: %v", methods(fake.Calls()))
+		}
+	}
+}
+
+var sidRE = regexp.MustCompile(`(new|resumed) (sess-\d+)`)
+
+func session(t *testing.T, m telegramtest.Message) (state, sid string) {
+	t.Helper()
+	g := sidRE.FindStringSubmatch(m.Text)
+	if g == nil {
+		t.Fatalf("no session in %q", m.Text)
+	}
+	return g[1], g[2]
+}
+
+func TestE2ESessionsResumeAcrossRestartAndTopics(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	s := startStack(t, fake, db, nil)
+	fake.Push(telegramtest.PrivateMessage(1, alice, "first"))
+	state, dmSID := session(t, waitMsg(t, fake, 1001, contains("first END")))
+	if state != "new" {
+		t.Errorf("first turn: %s session", state)
+	}
+	fake.Push(telegramtest.PrivateMessage(2, alice, "second"))
+	if state, sid := session(t, waitMsg(t, fake, 1001, contains("second END"))); state != "resumed" || sid != dmSID {
+		t.Errorf("second turn: %s %s; want resumed %s", state, sid, dmSID)
+	}
+
+	// A forum topic is its own conversation with its own session, and the
+	// reply goes to the topic.
+	at := "@" + telegramtest.BotUsername + " "
+	fake.Push(telegramtest.GroupMessage(group, 10, 55, alice, at+"topic-one"))
+	m := waitMsg(t, fake, group, contains("topic-one END"))
+	state, topicSID := session(t, m)
+	if state != "new" || topicSID == dmSID || m.ThreadID != 55 {
+		t.Errorf("topic turn: %s %s in thread %d; want a new session in thread 55", state, topicSID, m.ThreadID)
+	}
+	fake.Push(telegramtest.GroupMessage(group, 11, 56, alice, at+"other-topic"))
+	if state, _ := session(t, waitMsg(t, fake, group, contains("other-topic END"))); state != "new" {
+		t.Errorf("second topic shares a session")
+	}
+
+	s.stop()
+	startStack(t, fake, db, nil)
+	fake.Push(telegramtest.PrivateMessage(3, alice, "third"))
+	if state, sid := session(t, waitMsg(t, fake, 1001, contains("third END"))); state != "resumed" || sid != dmSID {
+		t.Errorf("after restart: %s %s; want resumed %s", state, sid, dmSID)
+	}
+	fake.Push(telegramtest.GroupMessage(group, 12, 55, alice, at+"topic-two"))
+	m = waitMsg(t, fake, group, contains("topic-two END"))
+	if state, sid := session(t, m); state != "resumed" || sid != topicSID || m.ThreadID != 55 {
+		t.Errorf("topic after restart: %s %s in %d; want resumed %s in 55", state, sid, m.ThreadID, topicSID)
+	}
+}
+
+func TestE2ERateLimitStormKeepsFinalText(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	startStack(t, fake, "", nil)
+	fake.Fail("editMessageText", telegramtest.RateLimit(1), telegramtest.RateLimit(1), telegramtest.RateLimit(1))
+	fake.Fail("sendMessage", telegramtest.RateLimit(1))
+	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 6"))
+	final := waitMsg(t, fake, 1001, contains("w1 w2 w3 w4 w5 w6 END"))
+	if final.ParseMode != "HTML" {
+		t.Errorf("final parse mode %q", final.ParseMode)
+	}
+	// Every 429 was waited out: no call came sooner than retry_after.
+	calls := fake.Calls("sendMessage", "editMessageText")
+	for i := 1; i < len(calls) && i < 5; i++ {
+		if gap := calls[i].At.Sub(calls[i-1].At); gap < 950*time.Millisecond {
+			t.Errorf("call %d came %v after a 429 asking for 1s", i, gap)
+		}
+	}
+}
+
+// crashAfterHandoff cancels the adapter's Run right after the first
+// message reaches core, before the offset can be confirmed: a crash.
+type crashAfterHandoff struct {
+	core.Handler
+	cancel context.CancelFunc
+}
+
+func (c crashAfterHandoff) HandleMessage(ctx context.Context, m core.Message) {
+	c.Handler.HandleMessage(ctx, m)
+	c.cancel()
+}
+
+func TestE2ERedeliveryAfterRestartDoesNotRerun(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	s := startStack(t, fake, db, func(h core.Handler, cancel context.CancelFunc) core.Handler {
+		return crashAfterHandoff{h, cancel}
+	})
+	id := fake.Push(telegramtest.PrivateMessage(1, alice, "once"))
+	waitMsg(t, fake, 1001, contains("once END"))
+	s.stop()
+	if p := fake.Pending(); len(p) != 1 || p[0] != id {
+		t.Fatalf("pending after the crash = %v; want the unconfirmed update %d", p, id)
+	}
+	before := len(fake.Messages(1001))
+
+	s2 := startStack(t, fake, db, nil)
+	// The update is delivered again and confirmed, but not run again.
+	waitCall(t, fake, func(c telegramtest.Call) bool {
+		return c.Method == "getUpdates" && c.Form.Get("offset") == strconv.Itoa(id+1)
+	}, nil)
+	if err := s2.eng.Idle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s2.stop()
+	runs, err := os.ReadFile(s.runLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(runs), "once\n"); got != 1 {
+		t.Errorf("agent ran the message %d times; want 1", got)
+	}
+	if after := len(fake.Messages(1001)); after != before {
+		t.Errorf("the redelivery produced %d more messages", after-before)
+	}
+}
