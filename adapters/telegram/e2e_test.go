@@ -54,7 +54,7 @@ func agentProfile(runLog string) *agentproc.Profile {
 
 // startStack starts the bridge on db (a fresh one when ""). wrap, if set,
 // wraps the engine's handler.
-func startStack(t *testing.T, fake *telegramtest.Server, db string, wrap func(core.Handler, context.CancelFunc) core.Handler) *stack {
+func startStack(t *testing.T, fake *telegramtest.Server, db string, wrap func(core.Handler, context.CancelFunc) core.Handler, tweaks ...func(*telegram.Options)) *stack {
 	t.Helper()
 	if db == "" {
 		db = filepath.Join(t.TempDir(), "bridge.db")
@@ -65,9 +65,11 @@ func startStack(t *testing.T, fake *telegramtest.Server, db string, wrap func(co
 	}
 	logs := &logBuf{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ad, err := telegram.New(t.Context(), telegram.Options{
-		Token: token, APIURL: fake.URL, Store: st, PollTimeout: 5 * time.Second, EditInterval: cadence,
-	}, log)
+	opts := telegram.Options{Token: token, APIURL: fake.URL, Store: st, PollTimeout: 5 * time.Second, EditInterval: cadence}
+	for _, tw := range tweaks {
+		tw(&opts)
+	}
+	ad, err := telegram.New(t.Context(), opts, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,5 +424,51 @@ func TestE2ERedeliveryAfterRestartDoesNotRerun(t *testing.T) {
 	}
 	if after := len(fake.Messages(1001)); after != before {
 		t.Errorf("the redelivery produced %d more messages", after-before)
+	}
+}
+
+func withDrafts(o *telegram.Options) { o.Drafts, o.DraftIdle = true, 300*time.Millisecond }
+
+func TestE2EDraftStreamingInDM(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	startStack(t, fake, "", nil, withDrafts)
+	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 12"))
+	final := waitMsg(t, fake, 1001, contains("END"))
+	if !strings.Contains(final.Text, "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 END") {
+		t.Errorf("final message = %q", final.Text)
+	}
+	drafts := fake.Calls("sendMessageDraft")
+	if len(drafts) < 2 {
+		t.Fatalf("%d sendMessageDraft calls; want the reply streamed as a draft", len(drafts))
+	}
+	for _, d := range drafts {
+		if d.Form.Get("draft_id") != drafts[0].Form.Get("draft_id") || d.Form.Get("draft_id") == "0" {
+			t.Errorf("draft ids %q and %q; want one non-zero id per reply", d.Form.Get("draft_id"), drafts[0].Form.Get("draft_id"))
+		}
+	}
+	for i := 1; i < len(drafts); i++ {
+		if gap := drafts[i].At.Sub(drafts[i-1].At); gap < cadence-20*time.Millisecond {
+			t.Errorf("draft update %d came %v after the previous; cadence is %v", i, gap, cadence)
+		}
+	}
+	// The draft was finished with one real message, after the last update.
+	if msgs := fake.Messages(1001); len(msgs) != 1 || !msgs[0].Sent.After(drafts[len(drafts)-1].At) {
+		t.Errorf("messages %+v; want one real message sent after the draft", msgs)
+	}
+}
+
+func TestE2EDraftsUnsupportedFallBackToEdits(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	startStack(t, fake, "", nil, withDrafts)
+	fake.Fail("sendMessageDraft", telegramtest.Fault{Code: 404, Description: "Not Found: method not found"})
+	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 8"))
+	final := waitMsg(t, fake, 1001, contains("w8 END"))
+	if final.Edits == 0 {
+		t.Errorf("final message was never edited; want streaming by edits after drafts failed")
+	}
+	if n := len(fake.Calls("sendMessageDraft")); n != 1 {
+		t.Errorf("%d sendMessageDraft calls; want drafts off after the first failure", n)
 	}
 }

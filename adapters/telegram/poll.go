@@ -29,6 +29,7 @@ const (
 // was handed to core. It returns nil when ctx ends, and an error only when
 // Telegram rejects the token (401) or another poller holds it (409).
 func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
+	defer a.flushDrafts()
 	if err := a.setCommands(ctx); err != nil {
 		if errors.Is(err, ErrUnauthorized) {
 			return err

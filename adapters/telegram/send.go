@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -27,6 +28,16 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	if err != nil {
 		return core.MessageRef{}, err
 	}
+	if a.useDraft(chat, p) {
+		if ref, ok, err := a.sendDraft(ctx, to, chat, p); ok {
+			return ref, err
+		}
+	}
+	return a.sendMessage(ctx, to, chat, p)
+}
+
+// sendMessage sends a real message.
+func (a *Adapter) sendMessage(ctx context.Context, to core.ConversationKey, chat int64, p core.Post) (core.MessageRef, error) {
 	params, err := a.textParams(p)
 	if err != nil {
 		return core.MessageRef{}, err
@@ -61,6 +72,13 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 // removes the keyboard). Over the chat's budget it returns a
 // *core.RateLimitError without calling Telegram, so the caller coalesces.
 func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) error {
+	if strings.HasPrefix(ref.ID, draftPrefix) {
+		return a.editDraft(ctx, ref, p)
+	}
+	return a.editMessage(ctx, ref, p)
+}
+
+func (a *Adapter) editMessage(ctx context.Context, ref core.MessageRef, p core.Post) error {
 	chat, err := parseChat(ref.Conv.Channel)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -68,6 +69,12 @@ type Options struct {
 	PollTimeout time.Duration
 	// EditInterval is the edit cadence reported in Limits; default 1 s.
 	EditInterval time.Duration
+	// Drafts streams replies in private chats with sendMessageDraft.
+	Drafts bool
+	// DraftIdle is how long a draft stays quiet before it becomes a real
+	// message; default 1.5 s, and at least twice the edit cadence (pass
+	// more when core edits slower than EditInterval).
+	DraftIdle time.Duration
 	// HTTPClient, if set, carries every request; default a new http.Client.
 	HTTPClient *http.Client
 }
@@ -81,8 +88,12 @@ type Adapter struct {
 	token string
 	self  tgbotapi.User
 
-	mu      sync.Mutex
-	budgets map[int64]*budget
+	mu       sync.Mutex
+	budgets  map[int64]*budget
+	drafts   map[int64]*draft
+	draftSeq int64
+	draftMu  sync.Mutex // serializes draft updates and their finishing
+	noDrafts atomic.Bool
 }
 
 // budget is one chat's share of Telegram's flood limits.
@@ -119,11 +130,16 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Adapter, error) 
 	if opts.EditInterval <= 0 {
 		opts.EditInterval = time.Second
 	}
+	if opts.DraftIdle <= 0 {
+		opts.DraftIdle = 1500 * time.Millisecond
+	}
+	// A draft must outlive the pause between two streamed updates.
+	opts.DraftIdle = max(opts.DraftIdle, 2*opts.EditInterval)
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), budgets: map[int64]*budget{}}
+	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), budgets: map[int64]*budget{}, drafts: map[int64]*draft{}}
 	bot, err := tgbotapi.NewBotAPIWithClient(a.token, opts.APIURL+"/bot%s/%s", ctxClient{ctx: ctx, hc: hc})
 	if err != nil {
 		return nil, a.translate("getMe", err)

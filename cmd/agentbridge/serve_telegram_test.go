@@ -72,6 +72,10 @@ telegram:
 			t.Fatalf("serve returned early: %v\n%s", err, stderr.String())
 		}
 	}
+	// drafts default to on: the DM reply streamed as a draft first.
+	if got := fake.Calls("sendMessageDraft"); len(got) == 0 {
+		t.Errorf("no sendMessageDraft calls in a DM with drafts on by default")
+	}
 	if got := fake.Calls("setMyCommands"); len(got) != 1 {
 		t.Errorf("setMyCommands calls = %d; want 1", len(got))
 	}

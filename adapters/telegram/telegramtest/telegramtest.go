@@ -44,6 +44,7 @@ type Message struct {
 	ParseMode string
 	Markup    string // reply_markup JSON as sent; "" when none
 	Edits     int
+	Sent      time.Time // when sendMessage created it
 }
 
 // Fault is an error answer the server gives instead of handling a call.
@@ -347,7 +348,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	thread, _ := strconv.Atoi(r.Form.Get("message_thread_id"))
 	s.mu.Lock()
 	s.nextMsg++
-	m := &Message{ChatID: chatID, ID: s.nextMsg, ThreadID: thread, Text: text, ParseMode: mode, Markup: markup(r.Form)}
+	m := &Message{ChatID: chatID, ID: s.nextMsg, ThreadID: thread, Text: text, ParseMode: mode, Markup: markup(r.Form), Sent: time.Now()}
 	s.msgs[key(chat, m.ID)] = m
 	s.notifyLocked()
 	s.mu.Unlock()

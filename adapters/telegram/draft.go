@@ -1,0 +1,206 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core"
+)
+
+// Streaming with sendMessageDraft (Bot API 9.3+), private chats only. A
+// draft is an ephemeral preview that must be finished with a real message.
+// Core's Send/Edit do not say which edit is the last, so a draft becomes a
+// real message once it has been quiet for DraftIdle (or when buttons are
+// put on it, or when Run returns); later edits edit that message.
+
+// draftPrefix marks a MessageRef.ID that names a draft.
+const draftPrefix = "draft-"
+
+// draft is one reply being streamed as a draft.
+type draft struct {
+	id    int64
+	conv  core.ConversationKey
+	chat  int64
+	post  core.Post
+	timer *time.Timer
+	real  string    // the real message's id, once sent
+	at    time.Time // when it became real
+}
+
+// draftMemory is how long a finished draft's id keeps routing edits to its
+// real message.
+const draftMemory = time.Hour
+
+// useDraft reports whether a Send of p to conv goes as a draft.
+func (a *Adapter) useDraft(chat int64, p core.Post) bool {
+	return a.opts.Drafts && !a.noDrafts.Load() && chat > 0 && len(p.Buttons) == 0
+}
+
+// sendDraft starts a draft. It reports ok=false when the server does not
+// take drafts (then drafts are switched off and the caller sends normally).
+func (a *Adapter) sendDraft(ctx context.Context, to core.ConversationKey, chat int64, p core.Post) (core.MessageRef, bool, error) {
+	a.mu.Lock()
+	a.draftSeq++
+	d := &draft{id: a.draftSeq, conv: to, chat: chat, post: p}
+	a.mu.Unlock()
+	if err := a.pushDraft(ctx, d, p); err != nil {
+		if _, limited := core.RetryAfter(err); limited || ctx.Err() != nil {
+			return core.MessageRef{}, true, err
+		}
+		a.log.WarnContext(ctx, "sendMessageDraft failed; streaming with edits instead", "err", err)
+		a.noDrafts.Store(true)
+		return core.MessageRef{}, false, nil
+	}
+	a.mu.Lock()
+	for id, old := range a.drafts {
+		if old.real != "" && time.Since(old.at) > draftMemory {
+			delete(a.drafts, id)
+		}
+	}
+	a.drafts[d.id] = d
+	a.armLocked(d)
+	a.mu.Unlock()
+	return core.MessageRef{Conv: to, ID: draftPrefix + strconv.FormatInt(d.id, 10)}, true, nil
+}
+
+func (a *Adapter) pushDraft(ctx context.Context, d *draft, p core.Post) error {
+	params, err := a.textParams(p)
+	if err != nil {
+		return err
+	}
+	params["chat_id"] = d.conv.Channel
+	params["draft_id"] = strconv.FormatInt(d.id, 10)
+	params.AddNonEmpty("message_thread_id", d.conv.Thread)
+	_, err = a.call(ctx, "sendMessageDraft", params)
+	return err
+}
+
+// armLocked (re)starts d's quiet timer. a.mu is held.
+func (a *Adapter) armLocked(d *draft) {
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.timer = time.AfterFunc(a.opts.DraftIdle, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		a.finishDrafts(ctx, d.chat, d.id)
+	})
+}
+
+// editDraft updates a draft, or edits the real message it became.
+func (a *Adapter) editDraft(ctx context.Context, ref core.MessageRef, p core.Post) error {
+	id, err := strconv.ParseInt(strings.TrimPrefix(ref.ID, draftPrefix), 10, 64)
+	if err != nil {
+		return core.ErrNotFound
+	}
+	a.draftMu.Lock()
+	defer a.draftMu.Unlock()
+	a.mu.Lock()
+	d := a.drafts[id]
+	a.mu.Unlock()
+	switch {
+	case d == nil:
+		return core.ErrNotFound // a draft from before a restart is gone
+	case d.real != "":
+		return a.editMessage(ctx, core.MessageRef{Conv: ref.Conv, ID: d.real}, p)
+	case len(p.Buttons) > 0:
+		a.mu.Lock()
+		d.post = p
+		a.mu.Unlock()
+		return a.finishLocked(ctx, d)
+	}
+	if err := a.pushDraft(ctx, d, p); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	d.post = p
+	a.armLocked(d)
+	a.mu.Unlock()
+	return nil
+}
+
+// finishDrafts turns chat's unfinished drafts up to id into real messages,
+// oldest first, so a split reply keeps its order.
+func (a *Adapter) finishDrafts(ctx context.Context, chat, upTo int64) {
+	a.draftMu.Lock()
+	defer a.draftMu.Unlock()
+	a.mu.Lock()
+	var due []*draft
+	for _, d := range a.drafts {
+		if d.real == "" && (chat == 0 || d.chat == chat) && (upTo == 0 || d.id <= upTo) {
+			due = append(due, d)
+		}
+	}
+	a.mu.Unlock()
+	slices.SortFunc(due, func(x, y *draft) int { return int(x.id - y.id) })
+	for _, d := range due {
+		if err := a.finishLocked(ctx, d); err != nil {
+			a.log.ErrorContext(ctx, "could not turn a draft into a message", "conv", d.conv, "err", err)
+		}
+	}
+}
+
+// finishLocked sends d as a real message, waiting out rate limits and
+// falling back to plain text. a.draftMu is held.
+func (a *Adapter) finishLocked(ctx context.Context, d *draft) error {
+	a.mu.Lock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	p := d.post
+	a.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		ref, err := a.sendMessage(ctx, d.conv, d.chat, p)
+		if err == nil {
+			a.mu.Lock()
+			d.real, d.at = ref.ID, time.Now()
+			a.mu.Unlock()
+			return nil
+		}
+		if attempt >= 10 || ctx.Err() != nil {
+			return err
+		}
+		wait, limited := core.RetryAfter(err)
+		switch {
+		case limited:
+		case errors.Is(err, core.ErrFormatting) && !p.Plain:
+			p.Plain = true
+			p.Text = stripTags(p.Text)
+			continue
+		default:
+			wait = time.Second
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// flushDrafts turns every unfinished draft into a message; Run calls it on
+// its way out. A timer firing meanwhile finds nothing left to do.
+func (a *Adapter) flushDrafts() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a.finishDrafts(ctx, 0, 0)
+}
+
+// stripTags turns Telegram HTML into the text it shows.
+func stripTags(s string) string {
+	var b strings.Builder
+	in := false
+	for _, r := range s {
+		switch {
+		case r == '<':
+			in = true
+		case r == '>' && in:
+			in = false
+		case !in:
+			b.WriteRune(r)
+		}
+	}
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&quot;", `"`, "&amp;", "&").Replace(b.String())
+}
