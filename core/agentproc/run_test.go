@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // agentProfile is a profile running this test binary as the agent in mode.
@@ -449,22 +450,37 @@ func TestGrandchildHoldingStdout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reply %q", o.Reply)
 	}
-	if running(pid) {
+	// Run has SIGKILLed the group and seen the grandchild close its end of
+	// the pipes, which it does on its way out; its exit may still be
+	// completing, so wait for it (on a pidfd), boundedly.
+	if !exitsWithin(t, pid, 5*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("grandchild %d still running after the turn", pid)
 	}
 }
 
-// running reports whether pid is a live process (a zombie waiting for its
-// new parent to reap it is not running).
-func running(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
+// exitsWithin reports whether pid has exited (or is a zombie) within d.
+func exitsWithin(t *testing.T, pid int, d time.Duration) bool {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err == unix.ESRCH {
+		return true // gone and reaped
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+	if err != nil {
+		t.Fatalf("pidfd_open(%d): %v", pid, err)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(d.Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll pidfd: %v", err)
+		}
+		return n > 0 // readable once the process has exited
+	}
 }
 
 // TestLongLines: a line of exactly 8 MiB is accepted; 8 MiB + 1 is skipped
