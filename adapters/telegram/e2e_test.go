@@ -158,7 +158,7 @@ func opsOn(fake *telegramtest.Server, chat int64, id int) []time.Time {
 
 func TestE2EStreamedReplyInDM(t *testing.T) {
 	fake := telegramtest.NewServer(token)
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	s := startStack(t, fake, "", nil)
 	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 12"))
 	final := waitMsg(t, fake, 1001, contains("END"))
@@ -194,7 +194,7 @@ var preRE = regexp.MustCompile(`(?s)<pre>(?:<code[^>]*>)?(.*?)(?:</code>)?</pre>
 
 func TestE2ELongAnswerSplitsKeepingCodeBlocks(t *testing.T) {
 	fake := telegramtest.NewServer(token)
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
 	const lines = 250 // about 12,000 characters
 	fake.Push(telegramtest.PrivateMessage(1, alice, "code "+strconv.Itoa(lines)))
@@ -255,7 +255,7 @@ func buttonData(t *testing.T, m telegramtest.Message, label string) string {
 
 func TestE2EPermissionPromptInGroup(t *testing.T) {
 	fake := telegramtest.NewServer(token)
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
 	fake.Push(telegramtest.GroupMessage(group, 1, 0, alice, "@"+telegramtest.BotUsername+" perm"))
 	prompt := waitMsg(t, fake, group, func(m telegramtest.Message) bool { return m.Markup != "" })
@@ -319,7 +319,7 @@ func session(t *testing.T, m telegramtest.Message) (state, sid string) {
 
 func TestE2ESessionsResumeAcrossRestartAndTopics(t *testing.T) {
 	fake := telegramtest.NewServer(token)
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	db := filepath.Join(t.TempDir(), "bridge.db")
 	s := startStack(t, fake, db, nil)
 	fake.Push(telegramtest.PrivateMessage(1, alice, "first"))
@@ -361,7 +361,7 @@ func TestE2ESessionsResumeAcrossRestartAndTopics(t *testing.T) {
 
 func TestE2ERateLimitStormKeepsFinalText(t *testing.T) {
 	fake := telegramtest.NewServer(token)
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
 	fake.Fail("editMessageText", telegramtest.RateLimit(1), telegramtest.RateLimit(1), telegramtest.RateLimit(1))
 	fake.Fail("sendMessage", telegramtest.RateLimit(1))
@@ -393,7 +393,7 @@ func (c crashAfterHandoff) HandleMessage(ctx context.Context, m core.Message) {
 
 func TestE2ERedeliveryAfterRestartDoesNotRerun(t *testing.T) {
 	fake := telegramtest.NewServer(token)
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	db := filepath.Join(t.TempDir(), "bridge.db")
 	s := startStack(t, fake, db, func(h core.Handler, cancel context.CancelFunc) core.Handler {
 		return crashAfterHandoff{h, cancel}
@@ -431,7 +431,7 @@ func withDrafts(o *telegram.Options) { o.Drafts, o.DraftIdle = true, 300*time.Mi
 
 func TestE2EDraftStreamingInDM(t *testing.T) {
 	fake := telegramtest.NewServer(token)
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil, withDrafts)
 	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 12"))
 	final := waitMsg(t, fake, 1001, contains("END"))
@@ -460,7 +460,7 @@ func TestE2EDraftStreamingInDM(t *testing.T) {
 
 func TestE2EDraftsUnsupportedFallBackToEdits(t *testing.T) {
 	fake := telegramtest.NewServer(token)
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil, withDrafts)
 	fake.Fail("sendMessageDraft", telegramtest.Fault{Code: 404, Description: "Not Found: method not found"})
 	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 8"))
@@ -470,5 +470,44 @@ func TestE2EDraftsUnsupportedFallBackToEdits(t *testing.T) {
 	}
 	if n := len(fake.Calls("sendMessageDraft")); n != 1 {
 		t.Errorf("%d sendMessageDraft calls; want drafts off after the first failure", n)
+	}
+}
+
+func TestE2ERejectedMarkupResentAsPlainText(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	t.Cleanup(fake.Close)
+	s := startStack(t, fake, "", nil)
+	fake.Fail("sendMessage", telegramtest.Fault{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"foo\" at byte offset 0"})
+	fake.Push(telegramtest.PrivateMessage(1, alice, "**bold** words"))
+	waitMsg(t, fake, 1001, contains("END"))
+	if err := s.eng.Idle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	msgs := fake.Messages(1001)
+	final := msgs[len(msgs)-1]
+	if final.ParseMode != "" || !strings.Contains(final.Text, "bold") {
+		t.Errorf("final = %q with parse_mode %q; want the reply as plain text", final.Text, final.ParseMode)
+	}
+}
+
+func TestE2EPhotoWithoutCaption(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	t.Cleanup(fake.Close)
+	startStack(t, fake, "", nil)
+	fake.AddFile("PHOTO-BIG", "photos/file_1.jpg", []byte("jpeg bytes"))
+	upd := telegramtest.PrivateMessage(1, alice, "")
+	msg := upd["message"].(map[string]any)
+	delete(msg, "text")
+	msg["photo"] = []any{
+		map[string]any{"file_id": "PHOTO-SMALL", "file_unique_id": "s1", "width": 90, "height": 90, "file_size": 10},
+		map[string]any{"file_id": "PHOTO-BIG", "file_unique_id": "b1", "width": 900, "height": 900, "file_size": 10},
+	}
+	fake.Push(upd)
+	final := waitMsg(t, fake, 1001, contains("END"))
+	if !strings.Contains(final.Text, "[photo-b1.jpg image/jpeg: jpeg bytes &lt;nil&gt;]") {
+		t.Errorf("agent saw %q; want the largest photo as a local file", final.Text)
+	}
+	if strings.Contains(final.Text, "SECRET") || strings.Contains(final.Text, "PHOTO-BIG") {
+		t.Errorf("a platform handle reached the agent: %q", final.Text)
 	}
 }

@@ -32,7 +32,8 @@ func TestMain(m *testing.M) {
 //	stream N   N words 60 ms apart, then END
 //	code N     a fenced code block of N numbered lines, then END
 //	perm       ask permission for Bash, then say the decision and END
-//	anything   echo it, then END
+//	anything   show each attachment's name, type and content, echo the
+//	           message, then END
 func testAgent() int {
 	in := bufio.NewReader(os.Stdin)
 	line, err := in.ReadBytes('\n')
@@ -40,8 +41,13 @@ func testAgent() int {
 		return 3
 	}
 	var turn struct {
-		Message   string `json:"message"`
-		SessionID string `json:"session_id"`
+		Message     string `json:"message"`
+		SessionID   string `json:"session_id"`
+		Attachments []struct {
+			URL  string `json:"url"`
+			Name string `json:"name"`
+			MIME string `json:"mime"`
+		} `json:"attachments"`
 	}
 	if err := json.Unmarshal(line, &turn); err != nil {
 		return 3
@@ -94,6 +100,10 @@ func testAgent() int {
 		json.Unmarshal(resp, &r)
 		partial("decision: " + r.Behavior + " ")
 	default:
+		for _, a := range turn.Attachments {
+			data, err := os.ReadFile(strings.TrimPrefix(a.URL, "file://"))
+			partial(fmt.Sprintf("[%s %s: %s %v] ", a.Name, a.MIME, data, err))
+		}
 		partial(turn.Message + " ")
 	}
 	partial("END")

@@ -1,0 +1,59 @@
+package telegram
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+func FuzzStripMentions(f *testing.F) {
+	f.Add("@mybot hello", "mention", 0, 6)
+	f.Add("/new@mybot now", "bot_command", 0, 10)
+	f.Add("/new@other", "bot_command", 0, 10)
+	f.Add("hi 👋 @mybot there", "mention", 6, 6)
+	f.Add("short", "mention", 3, 40)
+	f.Add("x", "mention", -2, 1)
+	a := &Adapter{self: tgbotapi.User{ID: 42, UserName: "MyBot"}}
+	f.Fuzz(func(t *testing.T, text, kind string, off, n int) {
+		out, addressed, other := a.stripMentions(text, []tgbotapi.MessageEntity{{Type: kind, Offset: off, Length: n}})
+		if !utf8.ValidString(text) {
+			return
+		}
+		units := utf16.Encode([]rune(text))
+		valid := off >= 0 && n > 0 && off+n <= len(units)
+		if !valid && (addressed || other) {
+			t.Errorf("an out-of-range entity counted: %q %d+%d", text, off, n)
+		}
+		if !valid && out != strings.TrimSpace(text) {
+			t.Errorf("an out-of-range entity changed the text: %q → %q", text, out)
+		}
+		if addressed && other {
+			t.Errorf("one command both for the bot and for another bot")
+		}
+	})
+}
+
+func FuzzDecodeUpdates(f *testing.F) {
+	f.Add(`[{"update_id":1,"message":{"message_id":2,"date":1,"chat":{"id":-5,"type":"supergroup"},"message_thread_id":7,"is_topic_message":true,"text":"hi"}}]`)
+	f.Add(`[{"update_id":3,"callback_query":{"id":"c","data":"x","message":{"message_id":4,"chat":{"id":9},"message_thread_id":8,"is_topic_message":true}}}]`)
+	f.Add(`[]`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		ups, err := decodeUpdates(json.RawMessage(raw))
+		if err != nil {
+			return
+		}
+		for _, u := range ups {
+			if u.id != u.UpdateID {
+				t.Errorf("update id %d, library says %d", u.id, u.UpdateID)
+			}
+			if u.Message == nil && u.CallbackQuery == nil && u.thread != (threadInfo{}) {
+				t.Errorf("topic fields without a message: %+v", u.thread)
+			}
+		}
+	})
+}
