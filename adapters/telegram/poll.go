@@ -23,7 +23,8 @@ const (
 	maxBackoff = time.Minute
 )
 
-// Run registers the bot's commands, then long-polls getUpdates and hands
+// Run registers the bot's commands, then long-polls getUpdates (or, in
+// webhook mode, serves Telegram's deliveries; see runWebhook) and hands
 // each update to h until ctx ends. Updates of one chat are handed over in
 // order; the stored offset moves past a batch only after every update in it
 // was handed to core. It returns nil when ctx ends, and an error only when
@@ -38,6 +39,9 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			return nil
 		}
 		a.log.WarnContext(ctx, "could not register bot commands", "err", err)
+	}
+	if a.opts.Mode == ModeWebhook {
+		return a.runWebhook(ctx, h)
 	}
 	offset, err := a.loadOffset(ctx)
 	if err != nil {

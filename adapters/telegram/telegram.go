@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -75,6 +76,16 @@ type Options struct {
 	// message; default 1.5 s, and at least twice the edit cadence (pass
 	// more when core edits slower than EditInterval).
 	DraftIdle time.Duration
+	// Mode is ModePolling (default) or ModeWebhook.
+	Mode string
+	// WebhookListen is the local host:port the webhook server listens on.
+	WebhookListen string
+	// WebhookListener, if set, is used instead of WebhookListen (tests).
+	WebhookListener net.Listener
+	// WebhookURL is the public HTTPS URL Telegram posts updates to.
+	WebhookURL string
+	// WebhookSecret is the secret_token Telegram sends with every delivery.
+	WebhookSecret core.Secret
 	// HTTPClient, if set, carries every request; default a new http.Client.
 	HTTPClient *http.Client
 }

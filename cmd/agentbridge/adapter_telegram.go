@@ -25,15 +25,16 @@ var telegramCommands = []telegram.Command{
 // getMe, so a bad token stops serve at start with a clear error.
 func newTelegramAdapter(cfg *config.Config, st core.Store, log *slog.Logger) (core.Platform, error) {
 	tc := cfg.Telegram
-	if tc.Mode == config.TelegramWebhook {
-		return nil, usageErrorf("telegram mode %q is not supported by this build yet; use mode: polling", tc.Mode)
-	}
 	opts := telegram.Options{
-		Token:        tc.Token,
-		APIURL:       tc.APIURL,
-		GroupTrigger: tc.GroupTrigger,
-		Store:        st,
-		Drafts:       tc.Drafts,
+		Mode:          tc.Mode,
+		WebhookListen: tc.WebhookListen,
+		WebhookURL:    tc.WebhookURL,
+		WebhookSecret: tc.WebhookSecret,
+		Token:         tc.Token,
+		APIURL:        tc.APIURL,
+		GroupTrigger:  tc.GroupTrigger,
+		Store:         st,
+		Drafts:        tc.Drafts,
 		// A draft becomes a real message after a pause longer than the
 		// presenter's own edit floor.
 		DraftIdle: max(1500*time.Millisecond, 2*cfg.Presenter.MinEditInterval),
