@@ -296,7 +296,7 @@ func defaults() Config {
 			EventsListen: ":3000",
 		},
 		Discord: Discord{
-			Platform: Platform{SessionScope: core.ScopeChannel, CommandPrefix: "!", MaxFileBytes: maxFile},
+			Platform: Platform{SessionScope: core.ScopeThread, CommandPrefix: "!", MaxFileBytes: maxFile},
 		},
 		Telegram: Telegram{
 			Platform:     Platform{SessionScope: core.ScopeThread, CommandPrefix: "/", MaxFileBytes: maxFile},

@@ -261,7 +261,7 @@ func TestDefaults(t *testing.T) {
 			EventsListen: ":3000",
 		},
 		Discord: Discord{
-			Platform: Platform{SessionScope: core.ScopeChannel, CommandPrefix: "!", MaxFileBytes: mib20},
+			Platform: Platform{SessionScope: core.ScopeThread, CommandPrefix: "!", MaxFileBytes: mib20},
 		},
 		Telegram: Telegram{
 			Platform:     Platform{SessionScope: core.ScopeThread, CommandPrefix: "/", MaxFileBytes: mib20},

@@ -48,3 +48,17 @@ func RetryAfter(err error) (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// ErrFatal marks an error from Platform.Run that retrying cannot fix, such
+// as a rejected token or a missing privileged intent: the supervisor stops
+// restarting that adapter and reports it. Wrap errors with Fatal.
+var ErrFatal = errors.New("fatal adapter error")
+
+// Fatal marks err as one that retrying cannot fix; its message is err's.
+func Fatal(err error) error { return fatalError{err} }
+
+type fatalError struct{ err error }
+
+func (e fatalError) Error() string        { return e.err.Error() }
+func (e fatalError) Unwrap() error        { return e.err }
+func (e fatalError) Is(target error) bool { return target == ErrFatal }

@@ -168,6 +168,10 @@ type FatalError struct {
 
 func (e *FatalError) Error() string { return "discord: " + e.Reason }
 
+// Is makes a FatalError match core.ErrFatal, so the supervisor stops
+// restarting the adapter.
+func (e *FatalError) Is(target error) bool { return target == core.ErrFatal }
+
 // fatalClose explains the gateway close codes that reconnecting cannot fix.
 func fatalClose(code int) (string, bool) {
 	switch code {

@@ -69,7 +69,7 @@ func (a *Adapter) runSocket(ctx context.Context, d *dispatcher) error {
 				return nil
 			}
 			if code, ok := fatalAuth(err); ok {
-				return fmt.Errorf("slack: the app token was rejected (%s): check slack.app_token", code)
+				return core.Fatal(fmt.Errorf("slack: the app token was rejected (%s): check slack.app_token", code))
 			}
 			return fmt.Errorf("slack: socket mode stopped: %w", a.scrub(err))
 		}

@@ -214,7 +214,7 @@ func (a *Adapter) authenticate(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if code, ok := fatalAuth(err); ok {
-			return fmt.Errorf("slack: the bot token was rejected (%s): check slack.bot_token", code)
+			return core.Fatal(fmt.Errorf("slack: the bot token was rejected (%s): check slack.bot_token", code))
 		}
 		a.log.WarnContext(ctx, "slack: auth.test failed; retrying", "err", a.scrub(err), "backoff", backoff)
 		if err := sleep(ctx, jitter(backoff)); err != nil {

@@ -102,9 +102,14 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var wg sync.WaitGroup
 	runCtx, stopAdapters := context.WithCancel(context.Background())
 	defer stopAdapters()
+	fatal := make(chan error, len(platforms))
 	for _, p := range platforms {
 		h := eng.Handler(p)
-		wg.Go(func() { supervise(runCtx, log.With("adapter", p.Name()), p, h) })
+		wg.Go(func() {
+			if err := supervise(runCtx, log.With("adapter", p.Name()), p, h); err != nil {
+				fatal <- err
+			}
+		})
 	}
 	if err := eng.Recover(ctx); err != nil {
 		log.Error("could not report all interrupted turns", "err", err)
@@ -119,25 +124,43 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	wg.Go(func() { reloadOnHUP(runCtx, *cfgPath, eng, log) })
 	log.Info("agentbridge serving", "platforms", enabledPlatforms(cfg), "store", cfg.Store)
 
-	<-ctx.Done()
+	// Run until a signal, or until every adapter has stopped for good: with
+	// none left the process is useless, and a non-zero exit tells the
+	// service manager.
+	var fatalErrs []error
+	for len(fatalErrs) < len(platforms) && ctx.Err() == nil {
+		select {
+		case err := <-fatal:
+			fatalErrs = append(fatalErrs, err)
+		case <-ctx.Done():
+		}
+	}
 	log.Info("shutting down: draining running turns", "grace", cfg.ShutdownGrace)
 	drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	eng.Shutdown(drain, 15*time.Second)
 	stopAdapters()
 	wg.Wait()
+	if len(fatalErrs) == len(platforms) {
+		return fmt.Errorf("every adapter stopped: %w", errors.Join(fatalErrs...))
+	}
 	return nil
 }
 
 // supervise keeps one adapter running, restarting it with backoff, so one
-// failing platform never stops the others.
-func supervise(ctx context.Context, log *slog.Logger, p core.Platform, h core.Handler) {
+// failing platform never stops the others. It gives up only on an error
+// marked core.ErrFatal (a rejected token, say), which it returns.
+func supervise(ctx context.Context, log *slog.Logger, p core.Platform, h core.Handler) error {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		start := time.Now()
 		err := p.Run(ctx, h)
 		if ctx.Err() != nil {
-			return
+			return nil
+		}
+		if errors.Is(err, core.ErrFatal) {
+			log.Error("adapter stopped and will not be restarted: fix the config and restart agentbridge", "err", err)
+			return err
 		}
 		if time.Since(start) > time.Minute {
 			backoff = time.Second // it was healthy for a while
@@ -146,10 +169,11 @@ func supervise(ctx context.Context, log *slog.Logger, p core.Platform, h core.Ha
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
-			return
+			return nil
 		}
 		backoff = min(2*backoff, 5*time.Minute)
 	}
+	return nil
 }
 
 // reloadOnHUP re-reads the config on SIGHUP and applies what can change
