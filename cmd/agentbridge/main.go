@@ -27,6 +27,7 @@ usage:
   agentbridge run --profile PATH [flags] MESSAGE|-   run one turn of an agent profile
   agentbridge serve --config FILE                    run the configured chat adapters
   agentbridge validate CONFIG                        check a config file and exit
+  agentbridge shim NAME [ARGS]                       run an agent CLI as an AgentProc agent (profiles use this)
   agentbridge version                                print the version
 
 Run 'agentbridge COMMAND -h' for a command's flags.
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdValidate(ctx, rest, stdin, stdout, stderr)
 	case demoAgentCommand:
 		return cmdDemoAgent(ctx, rest, stdin, stdout, stderr)
+	case "shim":
+		return cmdShim(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "agentbridge", version)
 		return nil
