@@ -77,13 +77,23 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			continue
 		}
 		a.deliver(ctx, h, updates)
-		if ctx.Err() != nil {
-			// Some updates may not have reached core: leave them unconfirmed.
-			return nil
+		// Every update of the batch is now with core: confirm them, even
+		// when ctx ended meanwhile. Telegram is told (by the next poll's
+		// offset) only once the offset is durable; until then the batch
+		// comes again and core drops what it has seen.
+		next := updates[len(updates)-1].id + 1
+		if err := a.saveOffset(context.WithoutCancel(ctx), next); err != nil {
+			wait := jitter(backoff)
+			backoff = min(2*backoff, maxBackoff)
+			a.log.ErrorContext(ctx, "could not save update offset; updates will be delivered again", "err", err, "wait", wait)
+			if sleep(ctx, wait) != nil {
+				return nil
+			}
+			continue
 		}
-		offset = updates[len(updates)-1].id + 1
-		if err := a.saveOffset(ctx, offset); err != nil {
-			a.log.ErrorContext(ctx, "could not save update offset", "err", err)
+		offset = next
+		if ctx.Err() != nil {
+			return nil
 		}
 	}
 }
@@ -182,8 +192,12 @@ func decodeUpdates(raw json.RawMessage) ([]update, error) {
 }
 
 // deliver hands a batch to core: one goroutine per chat keeps each chat's
-// updates in order, and deliver returns when all were handed over.
+// updates in order, and deliver returns when all were handed over. The
+// handoff is not cut short when ctx ends (core would record a half-handled
+// message as a storage failure); it is quick, as core never runs a turn in
+// it.
 func (a *Adapter) deliver(ctx context.Context, h core.Handler, updates []update) {
+	ctx = context.WithoutCancel(ctx)
 	byChat := map[int64][]update{}
 	var order []int64
 	for _, u := range updates {

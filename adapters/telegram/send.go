@@ -16,13 +16,15 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 )
 
-// maxSendWait bounds how long Send waits for the chat's budget itself
-// before returning the rate limit to the caller.
+// maxSendWait bounds how long Send waits for the chat's budget and for
+// Telegram's retry_after before returning the rate limit to the caller.
 const maxSendWait = 10 * time.Second
 
-// Send posts p to the conversation (into its forum topic, if any). A new
-// message waits briefly for the chat's flood budget, since notices and
-// permission prompts have no one to retry them.
+// Send posts p to the conversation (into its forum topic, if any). In a
+// private chat with drafts on, a post without buttons starts a draft. A new
+// message waits up to maxSendWait for the chat's flood budget and for
+// retry_after, since notices and permission prompts have no one to retry
+// them.
 func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post) (core.MessageRef, error) {
 	chat, err := parseChat(to.Channel)
 	if err != nil {
@@ -44,22 +46,28 @@ func (a *Adapter) sendMessage(ctx context.Context, to core.ConversationKey, chat
 	}
 	params["chat_id"] = to.Channel
 	params.AddNonEmpty("message_thread_id", to.Thread)
+	// Wait out the chat's budget and short 429s here: notices and
+	// permission prompts have no one to retry them.
+	deadline := time.Now().Add(maxSendWait)
+	var resp *tgbotapi.APIResponse
 	for {
-		d := a.reserve(chat)
-		if d == 0 {
+		if d := a.reserve(chat); d > 0 {
+			if time.Now().Add(d).After(deadline) {
+				return core.MessageRef{}, &core.RateLimitError{RetryAfter: d}
+			}
+			if err := sleep(ctx, d); err != nil {
+				return core.MessageRef{}, fmt.Errorf("telegram sendMessage: %w", err)
+			}
+			continue
+		}
+		resp, err = a.call(ctx, "sendMessage", params)
+		if err == nil {
 			break
 		}
-		if d > maxSendWait {
-			return core.MessageRef{}, &core.RateLimitError{RetryAfter: d}
-		}
-		if err := sleep(ctx, d); err != nil {
-			return core.MessageRef{}, fmt.Errorf("telegram sendMessage: %w", err)
-		}
-	}
-	resp, err := a.call(ctx, "sendMessage", params)
-	if err != nil {
 		a.blocked(chat, err)
-		return core.MessageRef{}, err
+		if ra, limited := core.RetryAfter(err); !limited || time.Now().Add(ra).After(deadline) {
+			return core.MessageRef{}, err
+		}
 	}
 	var m tgbotapi.Message
 	if err := json.Unmarshal(resp.Result, &m); err != nil {

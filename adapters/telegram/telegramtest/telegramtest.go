@@ -33,6 +33,7 @@ type Call struct {
 	Method string
 	Form   url.Values
 	At     time.Time
+	Fault  *Fault // the injected error it was answered with, if any
 }
 
 // Message is the current state of a message the bot sent.
@@ -250,6 +251,7 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	if q := s.faults[method]; len(q) > 0 {
 		f := q[0]
 		s.faults[method] = q[1:]
+		s.calls[len(s.calls)-1].Fault = &f
 		s.mu.Unlock()
 		fail(w, f)
 		return
