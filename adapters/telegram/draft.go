@@ -35,9 +35,11 @@ type draft struct {
 // real message.
 const draftMemory = time.Hour
 
-// useDraft reports whether a Send of p to conv goes as a draft.
+// useDraft reports whether a Send of p goes as a draft: rendered text
+// without buttons in a private chat. Plain posts are the bridge's notices
+// (and the placeholder), which should appear at once as real messages.
 func (a *Adapter) useDraft(chat int64, p core.Post) bool {
-	return a.opts.Drafts && !a.noDrafts.Load() && chat > 0 && len(p.Buttons) == 0
+	return a.opts.Drafts && !a.noDrafts.Load() && chat > 0 && len(p.Buttons) == 0 && !p.Plain
 }
 
 // sendDraft starts a draft. It reports ok=false when the server does not

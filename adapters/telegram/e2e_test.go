@@ -513,3 +513,17 @@ func TestE2EPhotoWithoutCaption(t *testing.T) {
 		t.Errorf("a platform handle reached the agent: %q", final.Text)
 	}
 }
+
+func TestE2ENoticesInDraftModeAreRealMessages(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	t.Cleanup(fake.Close)
+	startStack(t, fake, "", nil, withDrafts)
+	fake.Push(telegramtest.PrivateMessage(1, alice, "/help"))
+	help := waitMsg(t, fake, 1001, contains("Commands"))
+	if help.ParseMode != "" {
+		t.Errorf("help notice parse_mode %q; want plain", help.ParseMode)
+	}
+	if n := len(fake.Calls("sendMessageDraft")); n != 0 {
+		t.Errorf("%d drafts for a notice; want none", n)
+	}
+}
