@@ -50,8 +50,9 @@ func (a *Adapter) sendDraft(ctx context.Context, to core.ConversationKey, chat i
 	d := &draft{id: a.draftSeq, conv: to, chat: chat, post: p}
 	a.mu.Unlock()
 	if err := a.pushDraft(ctx, d, p); err != nil {
-		if _, limited := core.RetryAfter(err); limited || ctx.Err() != nil {
-			return core.MessageRef{}, true, err
+		_, limited := core.RetryAfter(err)
+		if limited || ctx.Err() != nil || errors.Is(err, core.ErrFormatting) || errors.Is(err, core.ErrMessageTooLong) {
+			return core.MessageRef{}, true, err // about this text, not about drafts
 		}
 		a.log.WarnContext(ctx, "sendMessageDraft failed; streaming with edits instead", "err", err)
 		a.noDrafts.Store(true)

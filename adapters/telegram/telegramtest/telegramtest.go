@@ -276,7 +276,20 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ok(w, map[string]any{"file_id": r.Form.Get("file_id"), "file_unique_id": "u" + r.Form.Get("file_id"), "file_size": len(f.data), "file_path": f.path})
-	case "answerCallbackQuery", "sendChatAction", "sendMessageDraft", "setMyCommands", "setWebhook", "deleteWebhook":
+	case "sendMessageDraft":
+		// Drafts may be empty (Telegram shows "Thinking…").
+		if text := r.Form.Get("text"); text != "" {
+			if desc := checkText(text, r.Form.Get("parse_mode")); desc != "" {
+				badRequest(w, desc)
+				return
+			}
+		}
+		if r.Form.Get("draft_id") == "" || r.Form.Get("draft_id") == "0" {
+			badRequest(w, "draft_id must be non-zero")
+			return
+		}
+		ok(w, true)
+	case "answerCallbackQuery", "sendChatAction", "setMyCommands", "setWebhook", "deleteWebhook":
 		ok(w, true)
 	default:
 		fail(w, Fault{Code: 404, Description: "Not Found: method not found"})
