@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -114,5 +117,84 @@ telegram:
 	out := err.Error() + stderr.String()
 	if !strings.Contains(out, "401") || strings.Contains(out, "WRONG-SECRET") {
 		t.Errorf("serve error %q, stderr %q; want a 401 without the token", err, stderr.String())
+	}
+}
+
+func TestServeTelegramWebhook(t *testing.T) {
+	const token = "987654:HOOK-SECRET"
+	t.Setenv("AGENTBRIDGE_DEMO_DELAY", "1ms")
+	t.Setenv("AGENTBRIDGE_TEST_TG_TOKEN", token)
+	t.Setenv("AGENTBRIDGE_TEST_TG_HOOK", "hook_secret-1")
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	// A free port for the webhook listener.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`store: %s
+profiles: {demo: builtin:demo}
+default_profile: demo
+telegram:
+  enabled: true
+  token: ${AGENTBRIDGE_TEST_TG_TOKEN}
+  api_url: %s
+  mode: webhook
+  webhook_listen: %s
+  webhook_url: https://bridge.example/tg
+  webhook_secret: ${AGENTBRIDGE_TEST_TG_HOOK}
+  drafts: false
+  allow_users: ["1001"]
+`, filepath.Join(t.TempDir(), "bridge.db"), fake.URL, addr))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr tgLogBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, &stderr) }()
+
+	// Once setWebhook is called, the listener is up.
+	timeout := time.After(30 * time.Second)
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for {
+			ch := fake.Changed()
+			if cond() {
+				return
+			}
+			select {
+			case <-ch:
+			case <-timeout:
+				t.Fatalf("timed out waiting for %s; log:\n%s", what, stderr.String())
+			case err := <-done:
+				t.Fatalf("serve returned early: %v\n%s", err, stderr.String())
+			}
+		}
+	}
+	wait("setWebhook", func() bool { return len(fake.Calls("setWebhook")) == 1 })
+	upd := telegramtest.PrivateMessage(1, telegramtest.User(1001, "Alice", "alice"), "my name is Ada")
+	upd["update_id"] = 1
+	body, _ := json.Marshal(upd)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/", bytes.NewReader(body))
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "hook_secret-1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("delivery: HTTP %d", res.StatusCode)
+	}
+	wait("demo reply", func() bool {
+		msgs := fake.Messages(1001)
+		return len(msgs) > 0 && strings.Contains(msgs[len(msgs)-1].Text, "remember")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve returned %v after cancel; want nil", err)
+	}
+	if strings.Contains(stderr.String(), "HOOK-SECRET") || strings.Contains(stderr.String(), "hook_secret-1") {
+		t.Errorf("a secret in serve's log:\n%s", stderr.String())
 	}
 }
