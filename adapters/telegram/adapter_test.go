@@ -559,3 +559,39 @@ func TestDraftErrors(t *testing.T) {
 		t.Errorf("messages after editing the draft ref: %+v", msgs)
 	}
 }
+
+func TestPromptOutcomeEditWaitsForBudget(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := t.Context()
+	conv := core.ConversationKey{Platform: "telegram", Channel: "-100999"}
+	prompt, err := e.ad.Send(ctx, conv, core.Post{Text: "allow?", Buttons: []core.Button{{Label: "Allow", Value: "t:a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := e.ad.Send(ctx, conv, core.Post{Text: "s0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A streaming reply uses up the group's budget...
+	for i := 1; ; i++ {
+		err := e.ad.Edit(ctx, stream, core.Post{Text: "s" + strconv.Itoa(i)})
+		if _, limited := core.RetryAfter(err); limited {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ...yet the prompt's outcome edit, made once, waits and lands.
+	if err := e.ad.Edit(ctx, prompt, core.Post{Text: "allow? ✅ Allowed"}); err != nil {
+		t.Fatalf("outcome edit = %v; want it to wait for the budget", err)
+	}
+	m := e.fake.Messages(-100999)[0]
+	if m.Markup != "" || !strings.Contains(m.Text, "Allowed") {
+		t.Errorf("prompt after the outcome edit: %+v", m)
+	}
+	// Once its keyboard is gone, it is an ordinary message again: over
+	// budget, an edit is refused at once for the caller to coalesce.
+	if _, limited := core.RetryAfter(e.ad.Edit(ctx, prompt, core.Post{Text: "again"})); !limited {
+		t.Errorf("an edit over budget of a message without buttons was not refused")
+	}
+}

@@ -51,14 +51,8 @@ func (a *Adapter) sendMessage(ctx context.Context, to core.ConversationKey, chat
 	deadline := time.Now().Add(maxSendWait)
 	var resp *tgbotapi.APIResponse
 	for {
-		if d := a.reserve(chat); d > 0 {
-			if time.Now().Add(d).After(deadline) {
-				return core.MessageRef{}, &core.RateLimitError{RetryAfter: d}
-			}
-			if err := sleep(ctx, d); err != nil {
-				return core.MessageRef{}, fmt.Errorf("telegram sendMessage: %w", err)
-			}
-			continue
+		if err := a.await(ctx, chat, deadline); err != nil {
+			return core.MessageRef{}, err
 		}
 		resp, err = a.call(ctx, "sendMessage", params)
 		if err == nil {
@@ -73,7 +67,11 @@ func (a *Adapter) sendMessage(ctx context.Context, to core.ConversationKey, chat
 	if err := json.Unmarshal(resp.Result, &m); err != nil {
 		return core.MessageRef{}, fmt.Errorf("telegram sendMessage: decode result: %w", err)
 	}
-	return core.MessageRef{Conv: to, ID: strconv.Itoa(m.MessageID)}, nil
+	ref := core.MessageRef{Conv: to, ID: strconv.Itoa(m.MessageID)}
+	if len(p.Buttons) > 0 {
+		a.markKeyboard(to.Channel+"/"+ref.ID, true)
+	}
+	return ref, nil
 }
 
 // Edit replaces a message's text and keyboard (an edit without buttons
@@ -97,14 +95,52 @@ func (a *Adapter) editMessage(ctx context.Context, ref core.MessageRef, p core.P
 	}
 	params["chat_id"] = ref.Conv.Channel
 	params["message_id"] = ref.ID
-	if d := a.reserve(chat); d > 0 {
-		return &core.RateLimitError{RetryAfter: d}
+	key := ref.Conv.Channel + "/" + ref.ID
+	a.mu.Lock()
+	_, hasKeyboard := a.keyboards[key]
+	a.mu.Unlock()
+	if !hasKeyboard {
+		if d := a.reserve(chat); d > 0 {
+			return &core.RateLimitError{RetryAfter: d}
+		}
+	} else if err := a.await(ctx, chat, time.Now().Add(maxSendWait)); err != nil {
+		// A prompt's last edit (its outcome, keyboard removed) is made once
+		// by core and never retried: wait for the budget like a Send.
+		return err
 	}
 	if _, err := a.call(ctx, "editMessageText", params); err != nil {
 		a.blocked(chat, err)
 		return err
 	}
+	a.markKeyboard(key, len(p.Buttons) > 0)
 	return nil
+}
+
+// markKeyboard records whether message key shows buttons.
+func (a *Adapter) markKeyboard(key string, on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if on {
+		a.keyboards[key] = struct{}{}
+	} else {
+		delete(a.keyboards, key)
+	}
+}
+
+// await takes one message from chat's budget, waiting until deadline at most.
+func (a *Adapter) await(ctx context.Context, chat int64, deadline time.Time) error {
+	for {
+		d := a.reserve(chat)
+		if d == 0 {
+			return nil
+		}
+		if time.Now().Add(d).After(deadline) {
+			return &core.RateLimitError{RetryAfter: d}
+		}
+		if err := sleep(ctx, d); err != nil {
+			return fmt.Errorf("telegram: wait for the chat's rate budget: %w", err)
+		}
+	}
 }
 
 // textParams holds what sendMessage and editMessageText share.

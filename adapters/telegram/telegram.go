@@ -99,12 +99,15 @@ type Adapter struct {
 	token string
 	self  tgbotapi.User
 
-	mu       sync.Mutex
-	budgets  map[int64]*budget
-	drafts   map[int64]*draft
-	draftSeq int64
-	draftMu  sync.Mutex // serializes draft updates and their finishing
-	noDrafts atomic.Bool
+	mu      sync.Mutex
+	budgets map[int64]*budget
+	// keyboards holds "chat/message" of messages sent with buttons and
+	// not yet edited without them: permission prompts awaiting an answer.
+	keyboards map[string]struct{}
+	drafts    map[int64]*draft
+	draftSeq  int64
+	draftMu   sync.Mutex // serializes draft updates and their finishing
+	noDrafts  atomic.Bool
 }
 
 // budget is one chat's share of Telegram's flood limits.
@@ -150,7 +153,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Adapter, error) 
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), budgets: map[int64]*budget{}, drafts: map[int64]*draft{}}
+	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), budgets: map[int64]*budget{}, drafts: map[int64]*draft{}, keyboards: map[string]struct{}{}}
 	bot, err := tgbotapi.NewBotAPIWithClient(a.token, opts.APIURL+"/bot%s/%s", ctxClient{ctx: ctx, hc: hc})
 	if err != nil {
 		return nil, a.translate("getMe", err)
