@@ -274,8 +274,8 @@ func TestRunFatalErrors(t *testing.T) {
 			e := newEnv(t, nil)
 			e.fake.Fail("getUpdates", tc.fault)
 			err := e.ad.Run(t.Context(), newRecorder())
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("Run = %v; want %v", err, tc.want)
+			if !errors.Is(err, tc.want) || !errors.Is(err, core.ErrFatal) {
+				t.Fatalf("Run = %v; want %v marked core.ErrFatal", err, tc.want)
 			}
 			if strings.Contains(err.Error(), "SECRET") {
 				t.Errorf("token in error: %v", err)

@@ -28,12 +28,13 @@ const (
 // each update to h until ctx ends. Updates of one chat are handed over in
 // order; the stored offset moves past a batch only after every update in it
 // was handed to core. It returns nil when ctx ends, and an error only when
-// Telegram rejects the token (401) or another poller holds it (409).
+// Telegram rejects the token (401) or another poller or a webhook holds it
+// (409); both are marked core.ErrFatal.
 func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	defer a.flushDrafts()
 	if err := a.setCommands(ctx); err != nil {
 		if errors.Is(err, ErrUnauthorized) {
-			return err
+			return core.Fatal(err)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -59,7 +60,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		}
 		if err != nil {
 			if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrConflict) {
-				return err
+				return core.Fatal(err)
 			}
 			wait, limited := core.RetryAfter(err)
 			if !limited {

@@ -53,6 +53,9 @@ func (a *Adapter) runWebhook(ctx context.Context, h core.Handler) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if errors.Is(err, ErrUnauthorized) {
+			return core.Fatal(err)
+		}
 		return fmt.Errorf("telegram setWebhook: %w", err)
 	}
 

@@ -198,3 +198,31 @@ telegram:
 		t.Errorf("a secret in serve's log:\n%s", stderr.String())
 	}
 }
+
+func TestServeTelegramConflictStopsServe(t *testing.T) {
+	const token = "987654:CONFLICT-SECRET"
+	t.Setenv("AGENTBRIDGE_TEST_TG_TOKEN", token)
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	fake.Fail("getUpdates", telegramtest.Conflict)
+	cfg := writeConfig(t, fmt.Sprintf(`store: %s
+profiles: {demo: builtin:demo}
+default_profile: demo
+telegram:
+  enabled: true
+  token: ${AGENTBRIDGE_TEST_TG_TOKEN}
+  api_url: %s
+  allow_users: ["1001"]
+`, filepath.Join(t.TempDir(), "bridge.db"), fake.URL))
+	var stderr tgLogBuffer
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, &stderr)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("serve = %v (ctx %v); want it to stop on its own with the 409", err, ctx.Err())
+	}
+	out := err.Error() + stderr.String()
+	if !strings.Contains(out, "409") || strings.Contains(out, "CONFLICT-SECRET") {
+		t.Errorf("serve error %q; want the 409 explained without the token\n%s", err, stderr.String())
+	}
+}
