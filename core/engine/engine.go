@@ -270,8 +270,13 @@ func (e *Engine) seen(ctx context.Context, p core.Platform, m core.Message, entr
 	return seen
 }
 
+// say posts a plain notice, retrying rate limits and transient failures.
 func (e *Engine) say(ctx context.Context, p core.Platform, conv core.ConversationKey, text string) {
-	if _, err := p.Send(ctx, conv, core.Post{Text: text, Plain: true}); err != nil {
+	err := retry(ctx, func() error {
+		_, err := p.Send(ctx, conv, core.Post{Text: text, Plain: true})
+		return err
+	})
+	if err != nil {
 		e.log.WarnContext(ctx, "send notice failed", "conv", conv, "err", err)
 	}
 }

@@ -493,3 +493,19 @@ func TestShutdownLetsRunningTurnsFinish(t *testing.T) {
 		t.Errorf("a turn that finished within the drain was stopped: %q", h.plat.Texts(conv))
 	}
 }
+
+func TestNoticesAndPromptsSurviveRateLimits(t *testing.T) {
+	h := newHarness(t, "", nil)
+	// The prompt's post and its outcome edit are one-off writes: rate
+	// limits are waited out, not dropped.
+	h.plat.RateLimit(platformtest.OpSend, 100*time.Millisecond, 2)
+	h.send(alice, "perm")
+	prompt := h.waitText("Permission needed")
+	h.plat.RateLimit(platformtest.OpEdit, 100*time.Millisecond, 2)
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: prompt.Post.Buttons[0].Value, Ref: prompt.Ref})
+	h.waitText("✅ Allowed by Alice.")
+	h.idle()
+	h.plat.RateLimit(platformtest.OpSend, 100*time.Millisecond, 1)
+	h.send(alice, "/help")
+	h.waitText("/whoami — show your user id")
+}

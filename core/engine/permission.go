@@ -75,7 +75,11 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		e.mu.Unlock()
 	}()
 
-	ref, err := t.plat.Send(ctx, t.msg.Conv, core.Post{Text: text, Buttons: buttons})
+	var ref core.MessageRef
+	err = retry(ctx, func() (err error) {
+		ref, err = t.plat.Send(ctx, t.msg.Conv, core.Post{Text: text, Buttons: buttons})
+		return err
+	})
 	if err != nil {
 		log.ErrorContext(ctx, "permission prompt could not be shown; denying", "err", err)
 		req.Respond(agentproc.Decision{Message: "the bridge could not show the permission prompt to the user"})
@@ -109,7 +113,7 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		outcome = "❌ Denied."
 	}
 	final := text + "\n\n" + render.Render(outcome, lim.Dialect)
-	if err := t.plat.Edit(ctx, ref, core.Post{Text: final}); err != nil && !errors.Is(err, core.ErrNotModified) {
+	if err := retry(ctx, func() error { return t.plat.Edit(ctx, ref, core.Post{Text: final}) }); err != nil {
 		log.WarnContext(ctx, "permission prompt could not be updated", "err", err)
 	}
 }
