@@ -70,3 +70,11 @@ type Downloader interface {
 type Notifier interface {
 	Notify(ctx context.Context, conv ConversationKey, user User, text string) error
 }
+
+// Finisher is an optional Platform capability for platforms that stage a
+// streamed reply before it becomes a real message (Telegram drafts): the
+// presenter calls Finish for each message of a reply, in order, once its
+// text is final, so the platform need not guess when streaming has ended.
+type Finisher interface {
+	Finish(ctx context.Context, ref MessageRef) error
+}

@@ -13,9 +13,10 @@ import (
 
 // Streaming with sendMessageDraft (Bot API 9.3+), private chats only. A
 // draft is an ephemeral preview that must be finished with a real message.
-// Core's Send/Edit do not say which edit is the last, so a draft becomes a
-// real message once it has been quiet for DraftIdle (or when buttons are
-// put on it, or when Run returns); later edits edit that message.
+// The presenter says when a reply's text is final (core.Finisher); a draft
+// also becomes a real message when buttons are put on it, when Run returns,
+// or after DraftIdle of quiet, so a long pause (a tool call) never lets the
+// preview lapse. Later edits edit the real message.
 
 // draftPrefix marks a MessageRef.ID that names a draft.
 const draftPrefix = "draft-"
@@ -123,6 +124,27 @@ func (a *Adapter) editDraft(ctx context.Context, ref core.MessageRef, p core.Pos
 	d.post = p
 	a.armLocked(d)
 	a.mu.Unlock()
+	return nil
+}
+
+// Finish implements core.Finisher: a draft whose text is final becomes a
+// real message now, with any earlier drafts of its chat first.
+func (a *Adapter) Finish(ctx context.Context, ref core.MessageRef) error {
+	idText, isDraft := strings.CutPrefix(ref.ID, draftPrefix)
+	if !isDraft {
+		return nil // already a real message
+	}
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil {
+		return core.ErrNotFound
+	}
+	a.mu.Lock()
+	d := a.drafts[id]
+	a.mu.Unlock()
+	if d == nil {
+		return core.ErrNotFound
+	}
+	a.finishDrafts(ctx, d.chat, id)
 	return nil
 }
 

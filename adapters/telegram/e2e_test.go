@@ -429,7 +429,10 @@ func TestE2ERedeliveryAfterRestartDoesNotRerun(t *testing.T) {
 	}
 }
 
-func withDrafts(o *telegram.Options) { o.Drafts, o.DraftIdle = true, 300*time.Millisecond }
+// withDrafts turns drafts on with an idle limit far beyond the tests'
+// waits: a finished reply must become a real message because the presenter
+// says it is final (core.Finisher), not because the draft went quiet.
+func withDrafts(o *telegram.Options) { o.Drafts, o.DraftIdle = true, time.Minute }
 
 func TestE2EDraftStreamingInDM(t *testing.T) {
 	fake := telegramtest.NewServer(token)

@@ -72,9 +72,10 @@ type Options struct {
 	EditInterval time.Duration
 	// Drafts streams replies in private chats with sendMessageDraft.
 	Drafts bool
-	// DraftIdle is how long a draft stays quiet before it becomes a real
-	// message; default 1.5 s, and at least twice the edit cadence (pass
-	// more when core edits slower than EditInterval).
+	// DraftIdle is how long a draft may stay quiet before it becomes a
+	// real message even though the reply is not finished (Telegram drops
+	// a preview that is not refreshed); default 10 s, at least twice the
+	// edit cadence. A finished reply becomes real at once (Finish).
 	DraftIdle time.Duration
 	// Mode is ModePolling (default) or ModeWebhook.
 	Mode string
@@ -120,6 +121,7 @@ var (
 	_ core.Platform   = (*Adapter)(nil)
 	_ core.Typer      = (*Adapter)(nil)
 	_ core.Downloader = (*Adapter)(nil)
+	_ core.Finisher   = (*Adapter)(nil)
 )
 
 // New connects to the Bot API (getMe) and returns the adapter. ctx bounds
@@ -145,7 +147,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Adapter, error) 
 		opts.EditInterval = time.Second
 	}
 	if opts.DraftIdle <= 0 {
-		opts.DraftIdle = 1500 * time.Millisecond
+		opts.DraftIdle = 10 * time.Second
 	}
 	// A draft must outlive the pause between two streamed updates.
 	opts.DraftIdle = max(opts.DraftIdle, 2*opts.EditInterval)

@@ -37,7 +37,7 @@ func newTelegramAdapter(cfg *config.Config, st core.Store, log *slog.Logger) (co
 		Drafts:        tc.Drafts,
 		// A draft becomes a real message after a pause longer than the
 		// presenter's own edit floor.
-		DraftIdle: max(1500*time.Millisecond, 2*cfg.Presenter.MinEditInterval),
+		DraftIdle: max(10*time.Second, 2*cfg.Presenter.MinEditInterval),
 	}
 	// Telegram's menu only knows "/" commands.
 	if tc.CommandPrefix == "/" {

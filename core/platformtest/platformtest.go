@@ -29,6 +29,7 @@ const (
 	OpTyping   Op = "typing"
 	OpNotify   Op = "notify"
 	OpDownload Op = "download"
+	OpFinish   Op = "finish"
 )
 
 // Call is one recorded call.
@@ -72,6 +73,7 @@ var (
 	_ core.Typer      = (*Platform)(nil)
 	_ core.Notifier   = (*Platform)(nil)
 	_ core.Downloader = (*Platform)(nil)
+	_ core.Finisher   = (*Platform)(nil)
 )
 
 // DefaultLimits are generous limits with a Discord-like shape.
@@ -187,6 +189,15 @@ func (p *Platform) Notify(ctx context.Context, conv core.ConversationKey, user c
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := Call{Op: OpNotify, At: time.Now(), Conv: conv, User: user, Post: core.Post{Text: text, Plain: true}, Err: p.injected(OpNotify)}
+	p.record(c)
+	return c.Err
+}
+
+// Finish implements core.Finisher by recording the call.
+func (p *Platform) Finish(ctx context.Context, ref core.MessageRef) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := Call{Op: OpFinish, At: time.Now(), Conv: ref.Conv, Ref: ref, Err: p.injected(OpFinish)}
 	p.record(c)
 	return c.Err
 }

@@ -228,10 +228,12 @@ func (s *Presenter) loop(ctx context.Context) error {
 		if idx < 0 && !wantPlaceholder {
 			if win.to >= 0 {
 				// The closing group shows its part: open the next group.
+				s.finish(ctx, sent)
 				win, sent, groupStart = window{from: win.to, to: -1}, nil, time.Time{}
 				continue
 			}
 			if final != nil {
+				s.finish(ctx, sent)
 				return nil
 			}
 			// Nothing to do until something changes (or the placeholder is due).
@@ -331,6 +333,19 @@ func (s *Presenter) loop(ctx context.Context) error {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "reply delivery failed; retrying", slog.Any("conv", s.conv), slog.Duration("backoff", backoff), slog.Any("err", err))
 		notBefore = time.Now().Add(backoff)
 		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// finish tells a core.Finisher that these messages' text is final.
+func (s *Presenter) finish(ctx context.Context, sent []sentMsg) {
+	f, ok := s.plat.(core.Finisher)
+	if !ok {
+		return
+	}
+	for _, m := range sent {
+		if err := f.Finish(ctx, m.ref); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "finishing a reply message failed", slog.Any("conv", s.conv), slog.Any("err", err))
+		}
 	}
 }
 

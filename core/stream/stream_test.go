@@ -296,3 +296,36 @@ func TestLongStreamContinuesPastTheEditWindow(t *testing.T) {
 		}
 	})
 }
+
+func TestFinishedMessagesAreReportedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(300, 100*time.Millisecond))
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		for i := range 8 {
+			s.Partial(stream.RoleOutput, strings.Repeat(string(rune('a'+i)), 80)+"\n\n")
+			time.Sleep(200 * time.Millisecond)
+		}
+		if n := len(p.CallsOf(platformtest.OpFinish)); n != 0 {
+			t.Fatalf("%d Finish calls while the reply still streams", n)
+		}
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		var finished []string
+		for _, c := range p.CallsOf(platformtest.OpFinish) {
+			finished = append(finished, c.Ref.ID)
+		}
+		var sent []string
+		for _, m := range p.Messages(conv) {
+			sent = append(sent, m.Ref.ID)
+		}
+		if strings.Join(finished, ",") != strings.Join(sent, ",") {
+			t.Errorf("Finish calls %v, want each message once in order %v", finished, sent)
+		}
+		// Finish comes after the message's last write.
+		calls := p.Calls()
+		if last := calls[len(calls)-1]; last.Op != platformtest.OpFinish {
+			t.Errorf("last call %s, want finish", last.Op)
+		}
+	})
+}
