@@ -1,0 +1,461 @@
+// Package claude is the AgentProc 0.4 shim for Claude Code (`claude -p`)
+// and, on the same wire format, Qwen Code: it starts the CLI in stream-json
+// mode, hands it the turn's message, and translates its events — text and
+// thinking deltas, the final result, errors — into partial, result and
+// error events. With permission on, the CLI's can_use_tool control requests
+// become permission_request events and the bridge's answers go back as
+// control_response lines.
+package claude
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
+)
+
+// ErrTurnFailed is returned by Run when the turn ended with an error event
+// (already written to stdout); the caller only sets a failing exit status.
+var ErrTurnFailed = shimio.ErrTurnFailed
+
+// flavor is what differs between the CLIs speaking Claude's stream-json.
+type flavor struct {
+	name    string // shim name, for messages
+	cli     shimio.CLI
+	argv    func(t shimio.Turn) []string // the CLI's own flags for this turn
+	initReq bool                         // send an initialize control request first
+}
+
+var claudeFlavor = flavor{
+	name: "claude",
+	cli:  shimio.CLI{Bin: "claude", Install: "npm i -g @anthropic-ai/claude-code"},
+	argv: func(t shimio.Turn) []string {
+		a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
+			"--verbose", "--include-partial-messages",
+			// The bridge has no way to ask the user free-form questions
+			// mid-turn, so the tool that does is off.
+			"--disallowedTools", "AskUserQuestion"}
+		if t.Permission {
+			a = append(a, "--permission-prompt-tool", "stdio")
+		}
+		if t.SessionID != "" {
+			// The equals form, as the Agent SDK uses, so an id can never
+			// read as a flag.
+			a = append(a, "--resume="+t.SessionID)
+		}
+		return a
+	},
+}
+
+var qwenFlavor = flavor{
+	name: "qwen",
+	cli:  shimio.CLI{Bin: "qwen", Install: "npm i -g @qwen-code/qwen-code"},
+	argv: func(t shimio.Turn) []string {
+		// Stream-json input turns on the control protocol by itself.
+		a := []string{"--input-format", "stream-json", "--output-format", "stream-json", "--include-partial-messages"}
+		if t.SessionID != "" {
+			a = append(a, "--resume="+t.SessionID)
+		}
+		return a
+	},
+	initReq: true,
+}
+
+// Run runs one AgentProc turn through Claude Code. stdin carries the turn
+// line (and permission responses), stdout receives AgentProc events,
+// stderr the CLI's own stderr. args are the shim's flags (--bin PATH to
+// name the claude binary), then optionally "--" and flags passed to claude
+// unchanged (e.g. --model, --permission-mode, --allowedTools). environ is
+// the CLI's environment; its PATH is searched for the binary.
+//
+// It returns nil after a result, ErrTurnFailed (wrapped) after an error
+// event, or ctx's error when stopped. It does not wait for stdin to end:
+// with permission on, a reader of stdin lives until the bridge closes it.
+func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {
+	return run(ctx, claudeFlavor, stdin, stdout, stderr, args, environ)
+}
+
+// RunQwen is Run for Qwen Code (`qwen`), which speaks the same stream-json
+// and control protocol. Its --bin default is qwen.
+func RunQwen(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {
+	return run(ctx, qwenFlavor, stdin, stdout, stderr, args, environ)
+}
+
+func run(ctx context.Context, fl flavor, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {
+	em := shimio.NewEmitter(stdout)
+	fs := flag.NewFlagSet("shim "+fl.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bin := fs.String("bin", fl.cli.Bin, "the `command` to run (name on PATH or a path)")
+	if err := fs.Parse(args); err != nil {
+		return em.Fail(fmt.Sprintf("shim %s: %v", fl.name, err))
+	}
+	cli := fl.cli
+	cli.Bin = *bin
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	turn, err := shimio.ReadTurn(in)
+	if err != nil {
+		return em.Fail(fmt.Sprintf("shim %s: %v", fl.name, err))
+	}
+	if turn.SessionID != "" && !shimio.ValidResumeID(turn.SessionID) {
+		return em.Fail(fmt.Sprintf("shim %s: session id %q cannot be resumed", fl.name, turn.SessionID))
+	}
+	argv := append(fl.argv(turn), fs.Args()...)
+	p, err := shimio.Start(ctx, cli, argv, environ, stderr)
+	if errors.Is(err, shimio.ErrNotFound) {
+		return em.Fail(cli.NotFoundMessage())
+	}
+	if err != nil {
+		return em.Fail(fmt.Sprintf("%s could not start: %v", cli.Bin, err))
+	}
+	s := &session{fl: fl, turn: turn, em: em, ctl: &ctlWriter{w: p.Stdin}, pending: map[string]json.RawMessage{}, streamed: map[string]bool{}, stderr: stderr}
+	if fl.initReq {
+		s.ctl.send(map[string]any{"type": "control_request", "request_id": "agentbridge_init",
+			"request": map[string]any{"subtype": "initialize", "hooks": nil}})
+	}
+	s.ctl.send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": turn.Prompt()},
+		"parent_tool_use_id": nil, "session_id": ""})
+	if turn.Permission {
+		// Owned by the bridge's stdin: it ends when the bridge closes it.
+		go func() {
+			shimio.ReadResponses(in, s.answer)
+			s.bridgeClosed()
+		}()
+	}
+	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, s.handle)
+	s.ctl.close()
+	code, waitErr := p.Wait()
+	switch {
+	case ctx.Err() != nil && !em.Ended():
+		// Stopped by the bridge (SIGTERM): it reports the stop itself.
+		return ctx.Err()
+	case readErr != nil:
+		return em.Fail(fmt.Sprintf("%s: %v", cli.Bin, readErr))
+	case waitErr != nil && !em.Ended():
+		return em.Fail(fmt.Sprintf("%s: %v", cli.Bin, waitErr))
+	case !em.Ended():
+		return em.Fail(p.ExitMessage(cli.Bin, code))
+	case em.Errored():
+		return ErrTurnFailed
+	}
+	return nil
+}
+
+// ctlWriter writes JSON lines to the CLI's stdin from both the stdout
+// handler and the permission-answer reader.
+type ctlWriter struct {
+	mu     sync.Mutex
+	w      io.WriteCloser
+	closed bool
+}
+
+func (c *ctlWriter) send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	// A write error means the CLI is gone; its exit is reported instead.
+	_, _ = c.w.Write(append(b, '\n'))
+}
+
+func (c *ctlWriter) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		c.w.Close()
+	}
+}
+
+// session is one turn's translation state.
+type session struct {
+	fl     flavor
+	turn   shimio.Turn
+	em     *shimio.Emitter
+	ctl    *ctlWriter
+	stderr io.Writer
+
+	mu      sync.Mutex
+	pending map[string]json.RawMessage // can_use_tool requests sent to the bridge, unanswered: their input
+
+	streamed   map[string]bool // assistant message ids whose text came as deltas
+	anyOutput  bool            // an output partial was written
+	sepPending bool            // the next output text starts a new block
+}
+
+// line is the union of the CLI's stdout events the shim reads.
+type line struct {
+	Type            string          `json:"type"`
+	Subtype         string          `json:"subtype"`
+	SessionID       string          `json:"session_id"`
+	ParentToolUseID *string         `json:"parent_tool_use_id"`
+	Event           *streamEvent    `json:"event"`
+	Message         json.RawMessage `json:"message"`
+	IsError         bool            `json:"is_error"`
+	Result          *string         `json:"result"`
+	Errors          []any           `json:"errors"`
+	Usage           map[string]any  `json:"usage"`
+	TotalCostUSD    float64         `json:"total_cost_usd"`
+	DurationMS      float64         `json:"duration_ms"`
+	RequestID       string          `json:"request_id"`
+	Request         *controlRequest `json:"request"`
+}
+
+type streamEvent struct {
+	Type         string               `json:"type"`
+	Message      *struct{ ID string } `json:"message"`
+	ContentBlock *struct {
+		Type string `json:"type"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+	} `json:"delta"`
+}
+
+type controlRequest struct {
+	Subtype     string          `json:"subtype"`
+	ToolName    string          `json:"tool_name"`
+	Input       json.RawMessage `json:"input"`
+	Description string          `json:"description"`
+	ToolUseID   string          `json:"tool_use_id"`
+}
+
+type apiMessage struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Content []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+	} `json:"content"`
+}
+
+func (s *session) handle(raw []byte) error {
+	var l line
+	if err := json.Unmarshal(raw, &l); err != nil {
+		fmt.Fprintf(s.stderr, "shim %s: ignored a line that is not JSON: %.200s\n", s.fl.name, raw)
+		return nil
+	}
+	s.em.SetSession(l.SessionID)
+	sub := l.ParentToolUseID != nil && *l.ParentToolUseID != "" // a sub-agent's event
+	switch l.Type {
+	case "stream_event":
+		if !sub && l.Event != nil {
+			s.streamEvent(l.Event)
+		}
+	case "assistant":
+		if !sub {
+			s.assistant(l.Message)
+		}
+	case "result":
+		s.result(&l)
+		// The turn is over: closing stdin lets the CLI exit.
+		s.ctl.close()
+	case "control_request":
+		s.controlRequest(l.RequestID, l.Request)
+	case "control_cancel_request":
+		s.mu.Lock()
+		delete(s.pending, l.RequestID)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+func (s *session) output(text string) {
+	if text == "" {
+		return
+	}
+	if s.sepPending && s.anyOutput && !strings.HasSuffix(text, "\n") {
+		text = "\n\n" + text
+	}
+	s.sepPending = false
+	s.anyOutput = true
+	_ = s.em.Partial(text, "")
+}
+
+func (s *session) streamEvent(ev *streamEvent) {
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil && ev.Message.ID != "" {
+			s.streamed[ev.Message.ID] = true
+		}
+	case "content_block_start":
+		if ev.ContentBlock != nil && ev.ContentBlock.Type == "text" {
+			s.sepPending = true
+		}
+	case "content_block_delta":
+		if ev.Delta == nil {
+			return
+		}
+		switch ev.Delta.Type {
+		case "text_delta":
+			s.output(ev.Delta.Text)
+		case "thinking_delta":
+			_ = s.em.Partial(ev.Delta.Thinking, "thinking")
+		}
+	}
+}
+
+// assistant shows a complete assistant message whose text did not arrive
+// as deltas (a CLI that does not stream partial messages).
+func (s *session) assistant(raw json.RawMessage) {
+	var m apiMessage
+	// A "<synthetic>" message is the CLI's own error text (an API 401,
+	// say); the error event that follows carries it.
+	if json.Unmarshal(raw, &m) != nil || s.streamed[m.ID] || m.Model == "<synthetic>" {
+		return
+	}
+	for _, c := range m.Content {
+		switch c.Type {
+		case "text":
+			s.sepPending = true
+			s.output(c.Text)
+		case "thinking":
+			_ = s.em.Partial(c.Thinking, "thinking")
+		}
+	}
+}
+
+func (s *session) result(l *line) {
+	u := usage(l)
+	if !l.IsError {
+		text := ""
+		if l.Result != nil {
+			text = *l.Result
+		}
+		_ = s.em.Result(text, u)
+		return
+	}
+	var msgs []string
+	if l.Result != nil && *l.Result != "" {
+		msgs = append(msgs, *l.Result)
+	}
+	for _, e := range l.Errors {
+		if str, ok := e.(string); ok && str != "" {
+			msgs = append(msgs, str)
+		} else if b, err := json.Marshal(e); err == nil {
+			msgs = append(msgs, string(b))
+		}
+	}
+	msg := strings.Join(msgs, "; ")
+	if msg == "" {
+		msg = fmt.Sprintf("%s reported an error (%s)", s.fl.name, l.Subtype)
+	}
+	_ = s.em.Error(msg, u)
+}
+
+// usage maps a result's usage to F-USAGE-1 keys.
+func usage(l *line) *shimio.Usage {
+	num := func(k string) int64 {
+		f, _ := l.Usage[k].(float64)
+		return int64(f)
+	}
+	u := &shimio.Usage{
+		InputTokens:              num("input_tokens"),
+		OutputTokens:             num("output_tokens"),
+		TotalTokens:              num("total_tokens"),
+		CacheReadInputTokens:     num("cache_read_input_tokens"),
+		CacheCreationInputTokens: num("cache_creation_input_tokens"),
+		DurationMS:               l.DurationMS,
+		CostUSD:                  l.TotalCostUSD,
+	}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.InputTokens + u.OutputTokens
+	}
+	if *u == (shimio.Usage{}) {
+		return nil
+	}
+	return u
+}
+
+func (s *session) controlRequest(id string, req *controlRequest) {
+	if req == nil || id == "" {
+		return
+	}
+	if req.Subtype != "can_use_tool" {
+		s.ctl.send(map[string]any{"type": "control_response", "response": map[string]any{
+			"subtype": "error", "request_id": id, "error": "agentbridge shim does not handle " + req.Subtype}})
+		return
+	}
+	deny := func(msg string) {
+		s.ctl.send(controlResponse(id, map[string]any{"behavior": "deny", "message": msg}))
+	}
+	switch {
+	case !s.turn.Permission:
+		deny("tool approval is off for this agent (the profile sets permission: false)")
+		return
+	case req.ToolName == "AskUserQuestion":
+		deny("AskUserQuestion is not available through agentbridge; ask in your reply instead")
+		return
+	}
+	s.mu.Lock()
+	s.pending[id] = req.Input
+	s.mu.Unlock()
+	_ = s.em.PermissionRequest(id, req.ToolName, req.Input, req.Description, req.ToolUseID)
+}
+
+func controlResponse(id string, resp map[string]any) map[string]any {
+	return map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": id, "response": resp}}
+}
+
+// answer forwards the bridge's permission_response as a control_response.
+// Allow carries the approver's updated_input when there is one, else the
+// request's own input unchanged: claude 2.1.197 rejects an allow without
+// updatedInput (a ZodError that fails the tool call, seen in the live
+// test), and the Agent SDKs fill it the same way. Deny carries the reason.
+func (s *session) answer(pr shimio.PermissionResponse) {
+	s.mu.Lock()
+	input, ok := s.pending[pr.RequestID]
+	delete(s.pending, pr.RequestID)
+	s.mu.Unlock()
+	if !ok {
+		fmt.Fprintf(s.stderr, "shim %s: ignored an answer to unknown or cancelled request %q\n", s.fl.name, pr.RequestID)
+		return
+	}
+	if pr.Behavior == "allow" {
+		updated := input
+		if len(pr.UpdatedInput) > 0 && string(pr.UpdatedInput) != "null" {
+			updated = pr.UpdatedInput
+		}
+		if len(updated) == 0 || updated[0] != '{' {
+			updated = json.RawMessage(`{}`)
+		}
+		resp := map[string]any{"behavior": "allow", "updatedInput": updated}
+		s.ctl.send(controlResponse(pr.RequestID, resp))
+		return
+	}
+	msg := pr.Message
+	if msg == "" {
+		msg = "denied by the user"
+	}
+	s.ctl.send(controlResponse(pr.RequestID, map[string]any{"behavior": "deny", "message": msg}))
+}
+
+// bridgeClosed denies what is still pending once the bridge can no longer
+// answer, so the CLI is never left waiting.
+func (s *session) bridgeClosed() {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.pending))
+	for id := range s.pending {
+		ids = append(ids, id)
+	}
+	clear(s.pending)
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.ctl.send(controlResponse(id, map[string]any{"behavior": "deny", "message": "no answer: the bridge closed the permission channel"}))
+	}
+}

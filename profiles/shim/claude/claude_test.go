@@ -1,0 +1,270 @@
+package claude
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimtest"
+)
+
+func TestMain(m *testing.M) {
+	shimtest.FakeMain() // the test binary doubles as the fake claude/qwen
+	goleak.VerifyTestMain(m)
+}
+
+type ev = map[string]any
+
+// Base argv of every turn (agents.md 1.1).
+var claudeBase = []any{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
+	"--verbose", "--include-partial-messages", "--disallowedTools", "AskUserQuestion"}
+
+func argv(base []any, extra ...any) []string {
+	var out []string
+	for _, a := range append(append([]any{}, base...), extra...) {
+		out = append(out, a.(string))
+	}
+	return out
+}
+
+func allow(req ev) ev {
+	return ev{"type": "permission_response", "request_id": req["request_id"], "behavior": "allow"}
+}
+
+const (
+	sid  = "b19d9545-17cb-4c85-8743-9879fbed2ee3"
+	psid = "4c3aaee7-e961-445e-81e1-b856666dc875"
+)
+
+var bashInput = ev{"command": "touch mock_touched.txt", "description": "mock touch"}
+
+func permRequest() ev {
+	return ev{"type": "permission_request", "request_id": "3a0eb201-f07e-470e-b8ce-b99df97d8f9b", "tool_name": "Bash",
+		"input": bashInput, "description": "mock touch", "tool_use_id": "toolu_740fafd4b9904bb88b2b", "session_id": psid}
+}
+
+func TestReplayClaude(t *testing.T) {
+	usage := ev{"input_tokens": 24.0, "output_tokens": 14.0, "total_tokens": 38.0, "cache_read_input_tokens": 5.0,
+		"cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.00047}
+	tests := []struct {
+		name    string
+		script  string
+		turn    ev
+		args    []string
+		respond func(ev) ev
+		want    []ev
+		argv    []string
+		failed  bool
+	}{
+		{
+			name:   "streamed answer with thinking",
+			script: "stream.txt",
+			turn:   ev{"message": "say hello"},
+			want: []ev{
+				{"type": "partial", "role": "thinking", "text": "The user greets me.", "session_id": sid},
+				{"type": "partial", "role": "thinking", "text": " Answer briefly.", "session_id": sid},
+				{"type": "partial", "text": "Hello", "session_id": sid},
+				{"type": "partial", "text": " from", "session_id": sid},
+				{"type": "partial", "text": " **Claude**.", "session_id": sid},
+				{"type": "result", "text": "Hello from **Claude**.", "session_id": sid, "usage": ev{"input_tokens": 12.0, "output_tokens": 7.0,
+					"total_tokens": 19.0, "cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.000235}},
+			},
+			argv: argv(claudeBase),
+		},
+		{
+			name:   "resume keeps the session id, extra args pass through",
+			script: "resume.txt",
+			turn:   ev{"message": "and again", "session_id": "1dbc0ce2-76e2-43aa-93a6-951aacb4a03c"},
+			args:   []string{"--", "--model", "claude-sonnet-4-5"},
+			want: []ev{
+				{"type": "partial", "text": "Second turn.", "session_id": "1dbc0ce2-76e2-43aa-93a6-951aacb4a03c"},
+				{"type": "result", "text": "Second turn.", "session_id": "1dbc0ce2-76e2-43aa-93a6-951aacb4a03c", "usage": ev{"input_tokens": 40.0, "output_tokens": 3.0,
+					"total_tokens": 43.0, "cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.0006}},
+			},
+			argv: argv(claudeBase, "--resume=1dbc0ce2-76e2-43aa-93a6-951aacb4a03c", "--model", "claude-sonnet-4-5"),
+		},
+		{
+			name:    "permission allowed without an edit: the unchanged input as updatedInput",
+			script:  "permission_allow.txt",
+			turn:    ev{"message": "please touch a file", "permission": true},
+			respond: allow,
+			want: []ev{
+				{"type": "partial", "text": "I'll create it.", "session_id": psid},
+				permRequest(),
+				{"type": "partial", "text": "\n\nDone.", "session_id": psid},
+				{"type": "result", "text": "Done.", "session_id": psid, "usage": usage},
+			},
+			argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
+		},
+		{
+			name:   "permission allowed with an edited input",
+			script: "permission_edit.txt",
+			turn:   ev{"message": "please touch a file", "permission": true},
+			respond: func(req ev) ev {
+				return ev{"type": "permission_response", "request_id": req["request_id"], "behavior": "allow", "updated_input": ev{"command": "touch other.txt"}}
+			},
+			want: []ev{
+				{"type": "partial", "text": "I'll create it.", "session_id": psid},
+				permRequest(),
+				{"type": "partial", "text": "\n\nDone.", "session_id": psid},
+				{"type": "result", "text": "Done.", "session_id": psid, "usage": usage},
+			},
+			argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
+		},
+		{
+			name:   "permission denied with a reason",
+			script: "permission_deny.txt",
+			turn:   ev{"message": "please touch a file", "permission": true},
+			respond: func(req ev) ev {
+				return ev{"type": "permission_response", "request_id": req["request_id"], "behavior": "deny", "message": "not in this repo"}
+			},
+			want: []ev{
+				{"type": "partial", "text": "I'll create it.", "session_id": psid},
+				permRequest(),
+				{"type": "partial", "text": "\n\nUnderstood, I did not touch it.", "session_id": psid},
+				{"type": "result", "text": "Understood, I did not touch it.", "session_id": psid, "usage": usage},
+			},
+			argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
+		},
+		{
+			name:    "AskUserQuestion denied by the shim, hook callback refused",
+			script:  "ask_user.txt",
+			turn:    ev{"message": "pick one", "permission": true},
+			respond: allow,
+			want: []ev{
+				{"type": "partial", "text": "A or B?", "session_id": sid},
+				{"type": "result", "text": "A or B?", "session_id": sid, "usage": ev{"input_tokens": 10.0, "output_tokens": 3.0, "total_tokens": 13.0,
+					"cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.0001}},
+			},
+			argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
+		},
+		{
+			name:   "permission off: can_use_tool denied without asking",
+			script: "permission_off.txt",
+			turn:   ev{"message": "touch it"},
+			want: []ev{
+				{"type": "partial", "text": "I was not allowed to run it.", "session_id": sid},
+				{"type": "result", "text": "I was not allowed to run it.", "session_id": sid, "usage": ev{"input_tokens": 10.0, "output_tokens": 6.0, "total_tokens": 16.0,
+					"cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.0001}},
+			},
+			argv: argv(claudeBase),
+		},
+		{
+			name:   "sub-agent events are not streamed",
+			script: "subagent.txt",
+			turn:   ev{"message": "research it"},
+			want: []ev{
+				{"type": "partial", "text": "Summary.", "session_id": sid},
+				{"type": "result", "text": "Summary.", "session_id": sid, "usage": ev{"input_tokens": 10.0, "output_tokens": 2.0, "total_tokens": 12.0,
+					"cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.0001}},
+			},
+			argv: argv(claudeBase),
+		},
+		{
+			name:   "API 401: is_error with subtype success is an error, synthetic text not streamed",
+			script: "auth_error.txt",
+			turn:   ev{"message": "hi"},
+			want: []ev{
+				{"type": "error", "message": "Invalid API key · Fix external API key", "session_id": "a272f556-1fc3-4a49-b8d0-d4c2284c8e4c",
+					"usage": ev{"cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0}},
+			},
+			argv:   argv(claudeBase),
+			failed: true,
+		},
+		{
+			name:   "unknown resume id: errors[] is the message, the id is kept (P-SID-5)",
+			script: "resume_unknown.txt",
+			turn:   ev{"message": "hi", "session_id": "00000000-0000-0000-0000-000000000000"},
+			want: []ev{
+				{"type": "error", "message": "No conversation found with session ID: 00000000-0000-0000-0000-000000000000", "session_id": "00000000-0000-0000-0000-000000000000"},
+			},
+			argv:   argv(claudeBase, "--resume=00000000-0000-0000-0000-000000000000"),
+			failed: true,
+		},
+		{
+			name:   "CLI dies without a result: exit status and stderr",
+			script: "crash.txt",
+			turn:   ev{"message": "hi"},
+			want: []ev{
+				{"type": "error", "message": "claude exited with status 3: Error: something broke inside the CLI", "session_id": sid},
+			},
+			argv:   argv(claudeBase),
+			failed: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := shimtest.NewFake(t, "claude")
+			turn := ev{"type": "turn", "session_id": "", "session_name": "default", "attachments": []any{}, "protocol_version": "0.4"}
+			for k, v := range tt.turn {
+				turn[k] = v
+			}
+			res := shimtest.Drive(t, Run, turn, tt.args, fake.Environ(t, "testdata/"+tt.script), tt.respond)
+			if diff := cmp.Diff(tt.want, res.Events); diff != "" {
+				t.Errorf("events (-want +got):\n%s\nstderr:\n%s", diff, res.Stderr)
+			}
+			if diff := cmp.Diff(tt.argv, fake.Args(t)); diff != "" {
+				t.Errorf("claude argv (-want +got):\n%s", diff)
+			}
+			if got := errors.Is(res.Err, ErrTurnFailed); got != tt.failed || (!tt.failed && res.Err != nil) {
+				t.Errorf("Run error = %v, want failed=%v", res.Err, tt.failed)
+			}
+		})
+	}
+}
+
+// A missing CLI is one clear error event, never silence (issue 7).
+func TestMissingCLI(t *testing.T) {
+	for _, tc := range []struct {
+		run  shimtest.RunFunc
+		want string
+	}{
+		{Run, "claude not found on PATH — install with npm i -g @anthropic-ai/claude-code"},
+		{RunQwen, "qwen not found on PATH — install with npm i -g @qwen-code/qwen-code"},
+	} {
+		turn := ev{"type": "turn", "message": "hi", "session_id": "", "protocol_version": "0.4"}
+		res := shimtest.Drive(t, tc.run, turn, nil, []string{"PATH=" + t.TempDir()}, nil)
+		want := []ev{{"type": "error", "message": tc.want}}
+		if diff := cmp.Diff(want, res.Events); diff != "" {
+			t.Errorf("events (-want +got):\n%s", diff)
+		}
+		if !errors.Is(res.Err, ErrTurnFailed) {
+			t.Errorf("Run error = %v, want ErrTurnFailed", res.Err)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	fake := shimtest.NewFake(t, "claude")
+	for _, tc := range []struct {
+		name string
+		turn ev
+		args []string
+		want string
+	}{
+		{"flag-like session id", ev{"type": "turn", "message": "hi", "session_id": "--dangerously-skip-permissions"}, nil,
+			`shim claude: session id "--dangerously-skip-permissions" cannot be resumed`},
+		{"not a turn", ev{"type": "permission_response"}, nil, `shim claude: read turn: first line has type "permission_response", want "turn"`},
+		{"unknown shim flag", ev{"type": "turn", "message": "hi"}, []string{"--nope"}, "shim claude: flag provided but not defined: -nope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := shimtest.Drive(t, Run, tc.turn, tc.args, fake.Environ(t, "testdata/stream.txt"), nil)
+			if diff := cmp.Diff([]ev{{"type": "error", "message": tc.want}}, res.Events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPromptAttachments(t *testing.T) {
+	turn := ev{"type": "turn", "message": "look", "attachments": []any{ev{"kind": "image", "url": "file:///tmp/a%20b.png", "name": "a b.png", "mime": "image/png"}}}
+	fake := shimtest.NewFake(t, "claude")
+	// The fake checks the user line it is sent; another prompt would end in a mismatch error.
+	res := shimtest.Drive(t, Run, turn, nil, fake.Environ(t, "testdata/attachments.txt"), nil)
+	want := []ev{{"type": "result", "text": "A cat.", "session_id": "s-att"}}
+	if diff := cmp.Diff(want, res.Events); diff != "" {
+		t.Errorf("events (-want +got):\n%s\nstderr:\n%s", diff, res.Stderr)
+	}
+}
