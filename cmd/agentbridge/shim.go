@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge/profiles/shim/claude"
+	"github.com/agentbridge/agentbridge/profiles/shim/codex"
+	"github.com/agentbridge/agentbridge/profiles/shim/gemini"
 )
 
 // shimRun is the entry point every shim package offers.
@@ -20,11 +22,13 @@ type shimRun func(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 var shims = map[string]shimRun{
 	"claude": claude.Run,
 	"qwen":   claude.RunQwen,
+	"codex":  codex.Run,
+	"gemini": gemini.Run,
 }
 
 // shimFailed lists the sentinel each shim returns after writing an error
 // event: the message is already on stdout, only the status is left.
-var shimFailed = []error{claude.ErrTurnFailed}
+var shimFailed = []error{claude.ErrTurnFailed, codex.ErrTurnFailed, gemini.ErrTurnFailed}
 
 // cmdShim runs a CLI shim: an adapter that makes an agent CLI speak
 // AgentProc 0.4. Profiles run it as `agentbridge shim NAME [FLAGS] [-- CLI ARGS]`.

@@ -268,3 +268,67 @@ func TestPromptAttachments(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s\nstderr:\n%s", diff, res.Stderr)
 	}
 }
+
+func TestReplayQwen(t *testing.T) {
+	base := []any{"--input-format", "stream-json", "--output-format", "stream-json", "--include-partial-messages"}
+	const qsid, qpsid = "2d494145-bb64-4669-a235-97c1ad4dc89d", "72d7bf51-610b-441f-8ac4-c60a50b4853d"
+	tests := []struct {
+		name    string
+		script  string
+		turn    ev
+		args    []string
+		respond func(ev) ev
+		want    []ev
+		argv    []string
+	}{
+		{
+			name:   "streamed answer, resumed session",
+			script: "qwen_stream.txt",
+			turn:   ev{"message": "say hi", "session_id": qsid},
+			args:   []string{"--", "--auth-type", "openai"},
+			want: []ev{
+				{"type": "partial", "text": "Hello", "session_id": qsid},
+				{"type": "partial", "text": " from", "session_id": qsid},
+				{"type": "partial", "text": " the", "session_id": qsid},
+				{"type": "partial", "text": " chat", "session_id": qsid},
+				{"type": "partial", "text": " mock.", "session_id": qsid},
+				{"type": "result", "text": "Hello from the chat mock.", "session_id": qsid,
+					"usage": ev{"input_tokens": 42.0, "output_tokens": 18.0, "total_tokens": 60.0, "duration_ms": 302.0}},
+			},
+			argv: argv(base, "--resume="+qsid, "--auth-type", "openai"),
+		},
+		{
+			name:    "run_shell_command allowed",
+			script:  "qwen_permission.txt",
+			turn:    ev{"message": "please USE_TOOL now", "permission": true},
+			respond: allow,
+			want: []ev{
+				{"type": "permission_request", "request_id": "938fb6d3-43d7-4c83-a3f3-2b5e1a446231", "tool_name": "run_shell_command",
+					"input": ev{"command": "touch chat_touched.txt", "description": "mock touch"}, "tool_use_id": "call_2141dcc2", "session_id": qpsid},
+				{"type": "partial", "text": "Mock done after tool.", "session_id": qpsid},
+				{"type": "result", "text": "Mock done after tool.", "session_id": qpsid,
+					"usage": ev{"input_tokens": 42.0, "output_tokens": 18.0, "total_tokens": 60.0, "duration_ms": 3620.0}},
+			},
+			argv: argv(base),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := shimtest.NewFake(t, "qwen")
+			turn := ev{"type": "turn", "session_id": "", "protocol_version": "0.4"}
+			for k, v := range tt.turn {
+				turn[k] = v
+			}
+			res := shimtest.Drive(t, RunQwen, turn, tt.args, fake.Environ(t, "testdata/"+tt.script), tt.respond)
+			if diff := cmp.Diff(tt.want, res.Events); diff != "" {
+				t.Errorf("events (-want +got):\n%s\nstderr:\n%s", diff, res.Stderr)
+			}
+			if diff := cmp.Diff(tt.argv, fake.Args(t)); diff != "" {
+				t.Errorf("qwen argv (-want +got):\n%s", diff)
+			}
+			if res.Err != nil {
+				t.Errorf("Run: %v", res.Err)
+			}
+		})
+	}
+}

@@ -1,0 +1,180 @@
+// Package codex is the AgentProc 0.4 shim for the OpenAI Codex CLI in
+// headless mode: `codex exec --json` for a new thread and
+// `codex exec resume --json THREAD_ID` for the next turn, prompt on stdin.
+// Codex exec has no approval channel (it never asks; its sandbox decides
+// what runs), so this shim sends no permission requests.
+package codex
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
+)
+
+// ErrTurnFailed is returned by Run when the turn ended with an error event
+// (already written to stdout); the caller only sets a failing exit status.
+var ErrTurnFailed = shimio.ErrTurnFailed
+
+var cli = shimio.CLI{Bin: "codex", Install: "npm i -g @openai/codex"}
+
+// Run runs one AgentProc turn through `codex exec --json`. stdin carries
+// the turn line, stdout receives AgentProc events, stderr codex's own
+// stderr. args are the shim's flags (--bin PATH), then optionally "--" and
+// flags passed to codex exec unchanged (e.g. -m MODEL, -c key=value,
+// --sandbox is not accepted by exec resume: use -c sandbox_mode=...).
+// environ is codex's environment; its PATH is searched for the binary.
+//
+// It returns nil after a result, ErrTurnFailed (wrapped) after an error
+// event, or ctx's error when stopped.
+func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {
+	em := shimio.NewEmitter(stdout)
+	fs := flag.NewFlagSet("shim codex", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bin := fs.String("bin", cli.Bin, "the `command` to run (name on PATH or a path)")
+	if err := fs.Parse(args); err != nil {
+		return em.Fail(fmt.Sprintf("shim codex: %v", err))
+	}
+	c := cli
+	c.Bin = *bin
+	turn, err := shimio.ReadTurn(bufio.NewReader(stdin))
+	if err != nil {
+		return em.Fail(fmt.Sprintf("shim codex: %v", err))
+	}
+	argv := []string{"exec"}
+	if turn.SessionID != "" {
+		if !shimio.ValidResumeID(turn.SessionID) {
+			return em.Fail(fmt.Sprintf("shim codex: session id %q cannot be resumed", turn.SessionID))
+		}
+		argv = append(argv, "resume")
+	}
+	argv = append(argv, "--json", "--skip-git-repo-check")
+	argv = append(argv, fs.Args()...)
+	if turn.SessionID != "" {
+		argv = append(argv, turn.SessionID)
+	}
+	// "-": the prompt comes from stdin, so a prompt starting with "-" is
+	// never read as a flag.
+	argv = append(argv, "-")
+	p, err := shimio.Start(ctx, c, argv, environ, stderr)
+	if errors.Is(err, shimio.ErrNotFound) {
+		return em.Fail(c.NotFoundMessage())
+	}
+	if err != nil {
+		return em.Fail(fmt.Sprintf("%s could not start: %v", c.Bin, err))
+	}
+	_, _ = io.WriteString(p.Stdin, turn.Prompt())
+	p.Stdin.Close()
+	t := &translator{em: em, stderr: stderr}
+	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, t.handle)
+	code, waitErr := p.Wait()
+	switch {
+	case ctx.Err() != nil && !em.Ended():
+		return ctx.Err()
+	case readErr != nil:
+		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, readErr))
+	case !em.Ended() && t.lastError != "":
+		return em.Fail(t.lastError)
+	case waitErr != nil && !em.Ended():
+		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, waitErr))
+	case !em.Ended():
+		return em.Fail(p.ExitMessage(c.Bin, code))
+	case em.Errored():
+		return ErrTurnFailed
+	}
+	return nil
+}
+
+// translator turns codex exec events (codex-rs/exec/src/exec_events.rs)
+// into AgentProc events.
+type translator struct {
+	em        *shimio.Emitter
+	stderr    io.Writer
+	lastText  string // the last agent_message: the result text
+	anyText   bool
+	lastError string // the last non-transient error event
+}
+
+type execEvent struct {
+	Type     string `json:"type"`
+	ThreadID string `json:"thread_id"`
+	Message  string `json:"message"`
+	Item     *struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Message string `json:"message"`
+	} `json:"item"`
+	Usage *struct {
+		InputTokens           int64 `json:"input_tokens"`
+		CachedInputTokens     int64 `json:"cached_input_tokens"`
+		OutputTokens          int64 `json:"output_tokens"`
+		ReasoningOutputTokens int64 `json:"reasoning_output_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (t *translator) handle(raw []byte) error {
+	var ev execEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		fmt.Fprintf(t.stderr, "shim codex: ignored a line that is not JSON: %.200s\n", raw)
+		return nil
+	}
+	switch ev.Type {
+	case "thread.started":
+		// Only this event carries the id; the emitter repeats it.
+		t.em.SetSession(ev.ThreadID)
+	case "item.completed":
+		if ev.Item == nil {
+			return nil
+		}
+		switch ev.Item.Type {
+		case "agent_message":
+			text := ev.Item.Text
+			if t.anyText && text != "" {
+				text = "\n\n" + text
+			}
+			t.anyText = t.anyText || text != ""
+			t.lastText = ev.Item.Text
+			_ = t.em.Partial(text, "")
+		case "reasoning":
+			_ = t.em.Partial(ev.Item.Text, "thinking")
+		case "error":
+			// A warning item (e.g. unknown model metadata), not fatal.
+			fmt.Fprintf(t.stderr, "shim codex: warning: %s\n", ev.Item.Message)
+		}
+	case "turn.completed":
+		var u *shimio.Usage
+		if ev.Usage != nil {
+			u = &shimio.Usage{
+				InputTokens:          ev.Usage.InputTokens,
+				OutputTokens:         ev.Usage.OutputTokens,
+				TotalTokens:          ev.Usage.InputTokens + ev.Usage.OutputTokens,
+				CacheReadInputTokens: ev.Usage.CachedInputTokens,
+				ReasoningTokens:      ev.Usage.ReasoningOutputTokens,
+			}
+		}
+		_ = t.em.Result(t.lastText, u)
+	case "turn.failed":
+		msg := "codex: the turn failed"
+		if ev.Error != nil && ev.Error.Message != "" {
+			msg = ev.Error.Message
+		}
+		_ = t.em.Error(msg, nil)
+	case "error":
+		// "Reconnecting... 2/5 (...)" is a retry in progress.
+		if strings.HasPrefix(ev.Message, "Reconnecting") {
+			fmt.Fprintf(t.stderr, "shim codex: %s\n", ev.Message)
+			return nil
+		}
+		t.lastError = ev.Message
+	}
+	return nil
+}

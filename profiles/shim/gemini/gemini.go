@@ -1,0 +1,159 @@
+// Package gemini is the AgentProc 0.4 shim for Gemini CLI in headless
+// mode: `gemini -o stream-json [--resume ID]` with the prompt on stdin.
+// Headless Gemini has no approval channel: which tools it may use is
+// decided up front by its --approval-mode (default offers no shell or
+// write tools at all), so this shim sends no permission requests.
+package gemini
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
+)
+
+// ErrTurnFailed is returned by Run when the turn ended with an error event
+// (already written to stdout); the caller only sets a failing exit status.
+var ErrTurnFailed = shimio.ErrTurnFailed
+
+var cli = shimio.CLI{Bin: "gemini", Install: "npm i -g @google/gemini-cli"}
+
+// Run runs one AgentProc turn through `gemini -o stream-json`. stdin
+// carries the turn line, stdout receives AgentProc events, stderr gemini's
+// own stderr. args are the shim's flags (--bin PATH), then optionally "--"
+// and flags passed to gemini unchanged (e.g. -m MODEL, --approval-mode
+// auto_edit). environ is gemini's environment; its PATH is searched.
+//
+// It returns nil after a result, ErrTurnFailed (wrapped) after an error
+// event, or ctx's error when stopped.
+func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {
+	em := shimio.NewEmitter(stdout)
+	fs := flag.NewFlagSet("shim gemini", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bin := fs.String("bin", cli.Bin, "the `command` to run (name on PATH or a path)")
+	if err := fs.Parse(args); err != nil {
+		return em.Fail(fmt.Sprintf("shim gemini: %v", err))
+	}
+	c := cli
+	c.Bin = *bin
+	turn, err := shimio.ReadTurn(bufio.NewReader(stdin))
+	if err != nil {
+		return em.Fail(fmt.Sprintf("shim gemini: %v", err))
+	}
+	argv := []string{"--output-format", "stream-json"}
+	if turn.SessionID != "" {
+		if !shimio.ValidResumeID(turn.SessionID) {
+			return em.Fail(fmt.Sprintf("shim gemini: session id %q cannot be resumed", turn.SessionID))
+		}
+		argv = append(argv, "--resume", turn.SessionID)
+	}
+	argv = append(argv, fs.Args()...)
+	p, err := shimio.Start(ctx, c, argv, environ, stderr)
+	if errors.Is(err, shimio.ErrNotFound) {
+		return em.Fail(c.NotFoundMessage())
+	}
+	if err != nil {
+		return em.Fail(fmt.Sprintf("%s could not start: %v", c.Bin, err))
+	}
+	// The prompt on stdin, not as an argument: it may start with "-".
+	_, _ = io.WriteString(p.Stdin, turn.Prompt())
+	p.Stdin.Close()
+	t := &translator{em: em, stderr: stderr}
+	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, t.handle)
+	code, waitErr := p.Wait()
+	switch {
+	case ctx.Err() != nil && !em.Ended():
+		return ctx.Err()
+	case readErr != nil:
+		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, readErr))
+	case waitErr != nil && !em.Ended():
+		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, waitErr))
+	case !em.Ended() && code == 55:
+		return em.Fail("gemini refuses to run in an untrusted directory: set GEMINI_CLI_TRUST_WORKSPACE=true in the profile's env (or trust the directory in gemini)")
+	case !em.Ended():
+		return em.Fail(p.ExitMessage(c.Bin, code))
+	case em.Errored():
+		return ErrTurnFailed
+	}
+	return nil
+}
+
+// translator turns gemini's stream-json events into AgentProc events.
+type translator struct {
+	em     *shimio.Emitter
+	stderr io.Writer
+	text   strings.Builder // the assistant's text so far: the result text
+}
+
+type streamEvent struct {
+	Type      string `json:"type"`
+	SessionID string `json:"session_id"`
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	Delta     bool   `json:"delta"`
+	Severity  string `json:"severity"`
+	Message   string `json:"message"`
+	Status    string `json:"status"`
+	Error     *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Stats *struct {
+		TotalTokens  int64   `json:"total_tokens"`
+		InputTokens  int64   `json:"input_tokens"`
+		OutputTokens int64   `json:"output_tokens"`
+		Cached       int64   `json:"cached"`
+		DurationMS   float64 `json:"duration_ms"`
+	} `json:"stats"`
+}
+
+func (t *translator) handle(raw []byte) error {
+	var ev streamEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		fmt.Fprintf(t.stderr, "shim gemini: ignored a line that is not JSON: %.200s\n", raw)
+		return nil
+	}
+	switch ev.Type {
+	case "init":
+		// Only init carries the id; the emitter repeats it.
+		t.em.SetSession(ev.SessionID)
+	case "message":
+		if ev.Role == "assistant" {
+			t.text.WriteString(ev.Content)
+			_ = t.em.Partial(ev.Content, "")
+		}
+	case "error":
+		if ev.Severity == "error" {
+			_ = t.em.Error(ev.Message, nil)
+		} else {
+			fmt.Fprintf(t.stderr, "shim gemini: %s: %s\n", ev.Severity, ev.Message)
+		}
+	case "result":
+		u := usage(&ev)
+		if ev.Status == "success" {
+			_ = t.em.Result(t.text.String(), u)
+			return nil
+		}
+		msg := "gemini: the turn failed (" + ev.Status + ")"
+		if ev.Error != nil && ev.Error.Message != "" {
+			msg = ev.Error.Message
+		}
+		_ = t.em.Error(msg, u)
+	}
+	return nil
+}
+
+func usage(ev *streamEvent) *shimio.Usage {
+	if ev.Stats == nil {
+		return nil
+	}
+	s := ev.Stats
+	return &shimio.Usage{InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, TotalTokens: s.TotalTokens,
+		CacheReadInputTokens: s.Cached, DurationMS: s.DurationMS}
+}
