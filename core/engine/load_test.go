@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,6 +145,15 @@ func runLoad(b *testing.B, n int, prof *agentproc.Profile) (time.Duration, time.
 	// While the agents sleep, every conversation has a turn in flight.
 	time.Sleep(agentSleep / 2)
 	peakGoroutines := runtime.NumGoroutine() - baseGoroutines
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	if path := os.Getenv("LOAD_HEAPPROFILE"); path != "" {
+		// A snapshot of what the in-flight turns hold, for go tool pprof.
+		if f, err := os.Create(path); err == nil {
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 
 	wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer wcancel()
@@ -181,6 +191,8 @@ func runLoad(b *testing.B, n int, prof *agentproc.Profile) (time.Duration, time.
 	b.ReportMetric(float64(peakGoroutines), "goroutines-in-flight")
 	b.ReportMetric(float64(peakGoroutines)/float64(n), "goroutines-per-turn")
 	b.ReportMetric(rssMB("VmHWM"), "peak-rss-MB")
+	// Live memory while every turn is in flight (heap and goroutine stacks).
+	b.ReportMetric(float64(mem.HeapInuse+mem.StackInuse)/(1<<20), "in-flight-heap+stacks-MB")
 	b.ReportMetric(wall.Seconds(), "wall-s")
 	if failed > 0 {
 		b.Errorf("%d platform calls failed or lacked the reply", failed)
