@@ -24,8 +24,7 @@ type JournalEntry struct {
 	// Placeholder is true while Reply shows only the "thinking…" placeholder,
 	// so recovery can replace it without losing streamed text.
 	Placeholder bool
-	Queued      bool      // accepted but not started yet
-	StartedAt   time.Time // when accepted
+	StartedAt   time.Time // when the message was accepted
 }
 
 // Store persists what must outlive the process. Implementations are safe for

@@ -236,7 +236,7 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 	t := &turn{id: newID(), plat: p, msg: m, key: key, queuedAt: time.Now()}
 	// Dedup and the journal entry share one write: a crash after it is
 	// reported on restart instead of losing the message silently.
-	if e.seen(ctx, p, m, &core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, Queued: true, StartedAt: t.queuedAt}) {
+	if e.seen(ctx, p, m, &core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.queuedAt}) {
 		obs.Message(p.Name(), "duplicate")
 		return
 	}

@@ -27,13 +27,11 @@ type turn struct {
 	msg      core.Message
 	key      core.ConversationKey // lane and session key
 	queuedAt time.Time
-	started  time.Time
 
-	// Set when the turn starts running.
+	// Set when the turn starts running, read by /status.
 	mu          sync.Mutex
 	profileName string
 	sessionName string
-	agentID     string
 }
 
 func newID() string {
@@ -103,7 +101,6 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	s := e.cfg()
 	m := t.msg
 	log := e.log.With("conv", m.Conv, "turn", t.id)
-	t.started = time.Now()
 	e.mu.Lock()
 	delete(e.queued, t.id)
 	e.running[t.key] = t
@@ -136,7 +133,7 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		return
 	}
 	t.mu.Lock()
-	t.profileName, t.sessionName, t.agentID = profileName, sessName, sess.AgentID
+	t.profileName, t.sessionName = profileName, sessName
 	t.mu.Unlock()
 
 	ps := s.Presenter
