@@ -1,50 +1,30 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
-	"github.com/agentbridge/agentbridge/core/platformtest"
-	"github.com/agentbridge/agentbridge/store"
 )
 
 func TestMetricsCountTurnsAndMessages(t *testing.T) {
 	t.Setenv("AGENTBRIDGE_DEMO_DELAY", "1ms")
-	st, err := store.Open(filepath.Join(t.TempDir(), "m.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	prof, err := demoProfile(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := newMetrics()
-	eng := engine.New(st, &engine.Settings{
+	eng, plat := startEngine(t, filepath.Join(t.TempDir(), "m.db"), &engine.Settings{
 		Platforms:      map[string]engine.PlatformSettings{"telegram": {AllowUsers: []string{"alice"}}},
 		Profiles:       map[string]*agentproc.Profile{"demo": prof},
 		DefaultProfile: "demo",
 	}, engine.Options{Observer: m})
-	plat := platformtest.New("telegram", platformtest.DefaultLimits)
-	h := eng.Handler(plat)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); plat.Run(ctx, h) }()
-	defer func() {
-		eng.Shutdown(context.Background(), time.Second)
-		cancel()
-		<-done
-	}()
-	<-plat.Running()
 	conv := core.ConversationKey{Platform: "telegram", Channel: "1"}
 	msg := core.Message{Conv: conv, ID: "1", From: core.User{ID: "alice"}, Text: "hello"}
 	plat.Deliver(t.Context(), msg)

@@ -78,23 +78,7 @@ func TestReloadAppliesValidConfigAndKeepsOldOnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(cfg.Store, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	eng := engine.New(st, engineSettings(cfg, profiles), engine.Options{})
-	plat := platformtest.New("telegram", platformtest.DefaultLimits)
-	h := eng.Handler(plat)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); plat.Run(ctx, h) }()
-	defer func() {
-		eng.Shutdown(context.Background(), time.Second)
-		cancel()
-		<-done
-	}()
-	<-plat.Running()
+	eng, plat := startEngine(t, cfg.Store, engineSettings(cfg, profiles), engine.Options{})
 	conv := core.ConversationKey{Platform: "telegram", Channel: "42"}
 	bob := core.User{ID: "bob"}
 	wait := func(want string) {
@@ -128,4 +112,28 @@ func TestReloadAppliesValidConfigAndKeepsOldOnError(t *testing.T) {
 	if n := strings.Count(strings.Join(plat.Texts(conv), "\n"), "not allowed"); n != 1 {
 		t.Errorf("%d denials; the invalid reload must not have changed access", n)
 	}
+}
+
+// startEngine runs an engine on a real store at dbPath with a fake
+// "telegram" platform, and stops both when the test ends.
+func startEngine(t *testing.T, dbPath string, s *engine.Settings, opts engine.Options) (*engine.Engine, *platformtest.Platform) {
+	t.Helper()
+	st, err := store.Open(dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(st, s, opts)
+	plat := platformtest.New("telegram", platformtest.DefaultLimits)
+	h := eng.Handler(plat)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); plat.Run(ctx, h) }()
+	t.Cleanup(func() {
+		eng.Shutdown(context.Background(), time.Second)
+		cancel()
+		<-done
+		st.Close()
+	})
+	<-plat.Running()
+	return eng, plat
 }
