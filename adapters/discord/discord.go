@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,6 +24,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
 )
 
@@ -263,9 +263,9 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			if errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 				a.sess.Close()
 			}
-			wait := jitter(backoff)
+			wait := pause.Jitter(backoff)
 			a.log.Warn("discord: gateway connect failed; retrying", "err", a.scrub(err), "backoff", wait)
-			if sleep(ctx, wait) != nil {
+			if pause.Sleep(ctx, wait) != nil {
 				return nil
 			}
 			backoff = min(2*backoff, 2*time.Minute)
@@ -286,7 +286,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		// socket); back off when connections keep failing.
 		a.log.Info("discord: gateway disconnected; reconnecting")
 		if time.Since(connectedAt) < 5*time.Second {
-			if sleep(ctx, jitter(backoff)) != nil {
+			if pause.Sleep(ctx, pause.Jitter(backoff)) != nil {
 				return nil
 			}
 			backoff = min(2*backoff, 2*time.Minute)
@@ -320,20 +320,4 @@ func (a *Adapter) botUser() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.botID
-}
-
-// jitter spreads d by ±25% so many bridges do not reconnect in step.
-func jitter(d time.Duration) time.Duration {
-	return d*3/4 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

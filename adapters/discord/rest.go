@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pause"
 )
 
 // transport is the session's http.RoundTripper. It sends every request to
@@ -133,7 +134,7 @@ func (a *Adapter) budget(ctx context.Context, route, channel string, maxWait tim
 		if d > maxWait {
 			return &core.RateLimitError{RetryAfter: d}
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := pause.Sleep(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -157,7 +158,7 @@ func (a *Adapter) budget(ctx context.Context, route, channel string, maxWait tim
 		}
 		return &core.RateLimitError{RetryAfter: longest}
 	}
-	if err := sleep(ctx, longest); err != nil {
+	if err := pause.Sleep(ctx, longest); err != nil {
 		for _, r := range rs {
 			r.Cancel()
 		}

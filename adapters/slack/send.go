@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pause"
 )
 
 // Block Kit limits.
@@ -109,7 +110,7 @@ func (a *Adapter) spend(ctx context.Context, workspace string, wait bool) error 
 		if !wait {
 			return &core.RateLimitError{RetryAfter: d}
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := pause.Sleep(ctx, d); err != nil {
 			return err
 		}
 		now = time.Now()

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
 )
 
@@ -217,7 +218,7 @@ func (a *Adapter) authenticate(ctx context.Context) error {
 			return core.Fatal(fmt.Errorf("slack: the bot token was rejected (%s): check slack.bot_token", code))
 		}
 		a.log.WarnContext(ctx, "slack: auth.test failed; retrying", "err", a.scrub(err), "backoff", backoff)
-		if err := sleep(ctx, jitter(backoff)); err != nil {
+		if err := pause.Sleep(ctx, pause.Jitter(backoff)); err != nil {
 			return err
 		}
 		backoff = min(2*backoff, time.Minute)
@@ -266,24 +267,6 @@ type scrubbed struct {
 
 func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// jitter spreads d by ±20% so many bridges do not reconnect in step.
-func jitter(d time.Duration) time.Duration {
-	n := time.Now().UnixNano()
-	frac := float64(n%400)/1000 - 0.2
-	return d + time.Duration(float64(d)*frac)
-}
 
 // seenSet remembers recent keys, bounded, to drop redeliveries cheaply
 // before they reach core (which deduplicates durably too).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pause"
 )
 
 // Streaming with sendMessageDraft (Bot API 9.3+), private chats only. A
@@ -199,7 +200,7 @@ func (a *Adapter) finishLocked(ctx context.Context, d *draft) error {
 		default:
 			wait = time.Second
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := pause.Sleep(ctx, wait); err != nil {
 			return err
 		}
 	}

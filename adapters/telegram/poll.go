@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pause"
 )
 
 // Backoff bounds for failed polls (rate limits say their own wait).
@@ -64,11 +64,11 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			}
 			wait, limited := core.RetryAfter(err)
 			if !limited {
-				wait = jitter(backoff)
+				wait = pause.Jitter(backoff)
 				backoff = min(2*backoff, maxBackoff)
 			}
 			a.log.WarnContext(ctx, "telegram poll failed; retrying", "err", err, "wait", wait)
-			if sleep(ctx, wait) != nil {
+			if pause.Sleep(ctx, wait) != nil {
 				return nil
 			}
 			continue
@@ -84,10 +84,10 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		// comes again and core drops what it has seen.
 		next := updates[len(updates)-1].id + 1
 		if err := a.saveOffset(context.WithoutCancel(ctx), next); err != nil {
-			wait := jitter(backoff)
+			wait := pause.Jitter(backoff)
 			backoff = min(2*backoff, maxBackoff)
 			a.log.ErrorContext(ctx, "could not save update offset; updates will be delivered again", "err", err, "wait", wait)
-			if sleep(ctx, wait) != nil {
+			if pause.Sleep(ctx, wait) != nil {
 				return nil
 			}
 			continue
@@ -97,11 +97,6 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			return nil
 		}
 	}
-}
-
-// jitter spreads d over [d/2, d).
-func jitter(d time.Duration) time.Duration {
-	return d/2 + rand.N(d/2+1)
 }
 
 func (a *Adapter) cursorName() string {

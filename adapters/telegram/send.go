@@ -14,6 +14,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pause"
 )
 
 // maxSendWait bounds how long Send waits for the chat's budget and for
@@ -137,7 +138,7 @@ func (a *Adapter) await(ctx context.Context, chat int64, deadline time.Time) err
 		if time.Now().Add(d).After(deadline) {
 			return &core.RateLimitError{RetryAfter: d}
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := pause.Sleep(ctx, d); err != nil {
 			return fmt.Errorf("telegram: wait for the chat's rate budget: %w", err)
 		}
 	}
@@ -227,15 +228,4 @@ func (a *Adapter) Download(ctx context.Context, att core.Attachment, w io.Writer
 		return fmt.Errorf("telegram download: file is over the %d byte limit", max)
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

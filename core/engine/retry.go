@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pause"
 )
 
 // Bounds for one-off platform writes (notices, prompts, prompt outcomes),
@@ -36,11 +37,7 @@ func retry(ctx context.Context, write func() error) error {
 		} else {
 			backoff *= 2
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if pause.Sleep(ctx, wait) != nil {
 			return err
 		}
 	}

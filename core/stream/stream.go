@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
 )
 
@@ -250,7 +251,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 			waitUntil = next
 		}
 		if d := time.Until(waitUntil); d > 0 {
-			if err := sleep(ctx, d); err != nil {
+			if err := pause.Sleep(ctx, d); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
 			continue
@@ -464,15 +465,4 @@ func quote(thinking string) string {
 		thinking = "…" + string(r[len(r)-thinkingTail:])
 	}
 	return render.QuoteMarkdown("💭 " + thinking)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
