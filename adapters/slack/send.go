@@ -338,6 +338,25 @@ func (a *Adapter) react(ctx context.Context, conv core.ConversationKey) error {
 	return a.translate("reactions.add", err)
 }
 
+// Finish implements core.Finisher: once a reply is final, the :eyes:
+// reaction that stood in for the thread status comes off, so the next turn
+// can show it again. (A thread status clears itself when the bot replies.)
+func (a *Adapter) Finish(ctx context.Context, ref core.MessageRef) error {
+	conv := ref.Conv
+	a.mu.Lock()
+	delete(a.typed, conv) // the next turn's indicator starts afresh
+	a.mu.Unlock()
+	if !a.recent.remove("react:" + conv.Channel + ":" + conv.Thread) {
+		return nil
+	}
+	err := a.api.RemoveReactionContext(ctx, "eyes", slackapi.NewRefToMessage(conv.Channel, conv.Thread))
+	var se slackapi.SlackErrorResponse
+	if err == nil || (errors.As(err, &se) && se.Err == "no_reaction") {
+		return nil
+	}
+	return a.translate("reactions.remove", err)
+}
+
 // Download fetches a file shared with a message, with the bot token, into
 // w. a.Source is the Slack file id; the private URL never leaves the adapter.
 func (a *Adapter) Download(ctx context.Context, att core.Attachment, w io.Writer, max int64) error {

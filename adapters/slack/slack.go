@@ -109,6 +109,7 @@ var (
 	_ core.Typer      = (*Adapter)(nil)
 	_ core.Notifier   = (*Adapter)(nil)
 	_ core.Downloader = (*Adapter)(nil)
+	_ core.Finisher   = (*Adapter)(nil)
 )
 
 // New returns an adapter for opts. It checks the options but does not
@@ -278,6 +279,17 @@ type seenSet struct {
 }
 
 func newSeenSet(max int) *seenSet { return &seenSet{max: max, keys: map[string]bool{}} }
+
+// remove forgets key and reports whether it was there.
+func (s *seenSet) remove(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.keys[key] {
+		return false
+	}
+	delete(s.keys, key)
+	return true
+}
 
 // add reports whether key was new.
 func (s *seenSet) add(key string) bool {

@@ -637,6 +637,24 @@ func TestDownloadAndTyping(t *testing.T) {
 	if diff := cmp.Diff([]string{"eyes C1 9.000002", "eyes C1 9.000001"}, reacted); diff != "" {
 		t.Errorf("reactions (-want +got):\n%s", diff)
 	}
+	// When the reply is final the reaction comes off, once, and the next
+	// turn puts it back.
+	reply := core.MessageRef{Conv: other, ID: "9.000003"}
+	for range 2 {
+		if err := b.Finish(ctx, reply); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := fake.Calls("reactions.remove")
+	if len(removed) != 1 || removed[0].Form.Get("timestamp") != "9.000002" || removed[0].Form.Get("name") != "eyes" {
+		t.Errorf("reactions.remove calls = %+v; want one for the thread's first message", removed)
+	}
+	if err := b.Typing(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.Calls("reactions.add")); n != 3 {
+		t.Errorf("reactions.add calls = %d after the next turn's typing; want 3", n)
+	}
 }
 
 // A transient auth.test failure is retried; Run then connects.
