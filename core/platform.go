@@ -78,3 +78,28 @@ type Notifier interface {
 type Finisher interface {
 	Finish(ctx context.Context, ref MessageRef) error
 }
+
+// Streamer is an optional Platform capability: a native way to stream a
+// reply while it is written (Slack chat.startStream / appendStream /
+// stopStream). Where it applies, the presenter streams the agent's Markdown
+// through it instead of posting and editing rendered text.
+type Streamer interface {
+	// StartStream opens a native stream for a reply in conv. It returns a
+	// nil Stream and no error where native streaming does not apply (not
+	// enabled, not a thread); the presenter then posts and edits.
+	StartStream(ctx context.Context, conv ConversationKey) (Stream, error)
+}
+
+// Stream is one native reply stream. Its methods are called from one
+// goroutine, at most once per Limits.EditInterval.
+type Stream interface {
+	// Ref names the message the stream writes.
+	Ref() MessageRef
+	// Append adds Markdown, as the agent wrote it, to the reply. A
+	// *RateLimitError means nothing was added: the presenter waits and
+	// sends the text again with whatever arrived meanwhile.
+	Append(ctx context.Context, markdown string) error
+	// Stop appends markdown (the reply's end: an error, a notice, a usage
+	// line; may be empty) and ends the stream.
+	Stop(ctx context.Context, markdown string) error
+}

@@ -30,6 +30,9 @@ const (
 	OpNotify   Op = "notify"
 	OpDownload Op = "download"
 	OpFinish   Op = "finish"
+	OpStart    Op = "stream-start"
+	OpAppend   Op = "stream-append"
+	OpStop     Op = "stream-stop"
 )
 
 // Call is one recorded call.
@@ -64,6 +67,7 @@ type Platform struct {
 	delays   map[Op]time.Duration
 	files    map[string][]byte
 	handler  core.Handler
+	streams  bool
 	changed  chan struct{} // closed and replaced on every recorded call
 	running  chan struct{} // closed when Run has a handler
 }
@@ -74,6 +78,7 @@ var (
 	_ core.Notifier   = (*Platform)(nil)
 	_ core.Downloader = (*Platform)(nil)
 	_ core.Finisher   = (*Platform)(nil)
+	_ core.Streamer   = (*Platform)(nil)
 )
 
 // DefaultLimits are generous limits with a Discord-like shape.
@@ -198,6 +203,65 @@ func (p *Platform) Finish(ctx context.Context, ref core.MessageRef) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := Call{Op: OpFinish, At: time.Now(), Conv: ref.Conv, Ref: ref, Err: p.injected(OpFinish)}
+	p.record(c)
+	return c.Err
+}
+
+// EnableStreams makes StartStream open native streams (off by default, so
+// replies are posted and edited).
+func (p *Platform) EnableStreams() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.streams = true
+}
+
+// StartStream implements core.Streamer. With streams enabled it creates a
+// message whose text is the Markdown appended to the stream.
+func (p *Platform) StartStream(ctx context.Context, conv core.ConversationKey) (core.Stream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.streams {
+		return nil, nil
+	}
+	c := Call{Op: OpStart, At: time.Now(), Conv: conv, Err: p.injected(OpStart)}
+	if c.Err == nil {
+		p.nextID++
+		c.Ref = core.MessageRef{Conv: conv, ID: strconv.Itoa(p.nextID)}
+		m := &Message{Ref: c.Ref}
+		p.msgs = append(p.msgs, m)
+		p.byID[c.Ref.ID] = m
+	}
+	p.record(c)
+	if c.Err != nil {
+		return nil, c.Err
+	}
+	return &stream{p: p, ref: c.Ref}, nil
+}
+
+// stream is a native stream on the fake platform.
+type stream struct {
+	p   *Platform
+	ref core.MessageRef
+}
+
+func (s *stream) Ref() core.MessageRef { return s.ref }
+
+func (s *stream) Append(ctx context.Context, markdown string) error {
+	return s.p.streamWrite(OpAppend, s.ref, markdown)
+}
+
+func (s *stream) Stop(ctx context.Context, markdown string) error {
+	return s.p.streamWrite(OpStop, s.ref, markdown)
+}
+
+func (p *Platform) streamWrite(op Op, ref core.MessageRef, markdown string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := Call{Op: op, At: time.Now(), Conv: ref.Conv, Ref: ref, Post: core.Post{Text: markdown}, Err: p.injected(op)}
+	if m := p.byID[ref.ID]; c.Err == nil && m != nil {
+		m.Post.Text += markdown
+		m.Edits++
+	}
 	p.record(c)
 	return c.Err
 }

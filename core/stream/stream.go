@@ -187,6 +187,14 @@ func (s *Presenter) loop(ctx context.Context) error {
 	if maxText <= 0 {
 		maxText = 4000
 	}
+	if st, ok := s.plat.(core.Streamer); ok {
+		from, done, err := s.native(ctx, st, interval, start)
+		if done || err != nil {
+			return err
+		}
+		// No native stream here, or it broke off: post the rest.
+		win.from = from
+	}
 	for {
 		if s.lim.EditWindow > 0 && win.to < 0 && len(sent) > 0 && !placeholder &&
 			time.Since(groupStart) > s.lim.EditWindow-editMargin(s.lim.EditWindow) {
@@ -337,6 +345,96 @@ func (s *Presenter) loop(ctx context.Context) error {
 	}
 }
 
+// native streams the reply through the platform's own stream (the agent's
+// output only: thinking is not shown there). It reports
+// done once the whole reply went that way; otherwise the output from
+// offset from on still has to be posted: there is no native stream for
+// this conversation (from is 0), or the stream failed midway.
+func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.Duration, start time.Time) (from int, done bool, err error) {
+	// Open the stream with the first output: a turn that fails before
+	// saying anything ends as an ordinary message, and one that is due its
+	// "thinking…" placeholder first is posted and edited.
+	for {
+		out, final := s.snapshot()
+		if out != "" {
+			break
+		}
+		if final != nil || s.opts.PlaceholderDelay > 0 && time.Since(start) >= s.opts.PlaceholderDelay {
+			return 0, false, nil
+		}
+		if err := s.idle(ctx, true, start); err != nil {
+			return 0, false, fmt.Errorf("present reply in %s: %w", s.conv, err)
+		}
+	}
+	stream, err := st.StartStream(ctx, s.conv)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "native stream unavailable; posting and editing", slog.Any("conv", s.conv), slog.Any("err", err))
+		return 0, false, nil
+	}
+	if stream == nil {
+		return 0, false, nil
+	}
+	s.reply(stream.Ref(), false)
+	var lastOp, notBefore time.Time
+	appended := 0
+	for {
+		out, final := s.snapshot()
+		delta := out[appended:]
+		if delta == "" && final == nil {
+			if err := s.idle(ctx, false, time.Time{}); err != nil {
+				return appended, false, fmt.Errorf("present reply in %s: %w", s.conv, err)
+			}
+			continue
+		}
+		waitUntil := notBefore
+		if next := lastOp.Add(interval); !lastOp.IsZero() && next.After(waitUntil) {
+			waitUntil = next
+		}
+		if d := time.Until(waitUntil); d > 0 {
+			if err := pause.Sleep(ctx, d); err != nil {
+				return appended, false, fmt.Errorf("present reply in %s: %w", s.conv, err)
+			}
+			continue
+		}
+		lastOp = time.Now()
+		if final != nil {
+			err = stream.Stop(ctx, joinBlocks(delta, ending(final, false)))
+		} else {
+			err = stream.Append(ctx, delta)
+		}
+		if ra, ok := core.RetryAfter(err); ok {
+			notBefore = time.Now().Add(ra)
+			continue
+		}
+		if err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "native stream failed; posting the rest", slog.Any("conv", s.conv), slog.Any("err", err))
+			if final == nil {
+				stream.Stop(ctx, "")
+			}
+			return appended, false, nil
+		}
+		if final != nil {
+			s.finish(ctx, []sentMsg{{ref: stream.Ref()}})
+			return len(out), true, nil
+		}
+		appended = len(out)
+	}
+}
+
+// snapshot returns the output so far and the final state, if set.
+func (s *Presenter) snapshot() (string, *Final) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.output.String(), s.final
+}
+
+func joinBlocks(a, b string) string {
+	var sb strings.Builder
+	sb.WriteString(a)
+	appendBlock(&sb, b)
+	return sb.String()
+}
+
 // finish tells a core.Finisher that these messages' text is final.
 func (s *Presenter) finish(ctx context.Context, sent []sentMsg) {
 	f, ok := s.plat.(core.Finisher)
@@ -407,21 +505,29 @@ func (s *Presenter) compose(w window) (string, *Final) {
 		body = final.Reply
 	}
 	appendBlock(&b, body)
-	if f := final; f != nil {
-		if f.Error != "" {
-			appendBlock(&b, "⚠️ **Error:** "+render.EscapeMarkdown(f.Error))
-		}
-		if f.Notice != "" {
-			appendBlock(&b, "_"+render.EscapeMarkdown(f.Notice)+"_")
-		}
-		if b.Len() == 0 && w.from == 0 {
-			appendBlock(&b, "_(the agent finished without a reply)_")
-		}
-		if f.Footer != "" {
-			appendBlock(&b, "_"+render.EscapeMarkdown(f.Footer)+"_")
-		}
+	if final != nil {
+		appendBlock(&b, ending(final, b.Len() == 0 && w.from == 0))
 	}
 	return b.String(), final
+}
+
+// ending is the Markdown that closes a reply: the error, the notice, a
+// word when there was no reply at all, and the footer.
+func ending(f *Final, empty bool) string {
+	var b strings.Builder
+	if f.Error != "" {
+		appendBlock(&b, "⚠️ **Error:** "+render.EscapeMarkdown(f.Error))
+	}
+	if f.Notice != "" {
+		appendBlock(&b, "_"+render.EscapeMarkdown(f.Notice)+"_")
+	}
+	if empty && b.Len() == 0 {
+		appendBlock(&b, "_(the agent finished without a reply)_")
+	}
+	if f.Footer != "" {
+		appendBlock(&b, "_"+render.EscapeMarkdown(f.Footer)+"_")
+	}
+	return b.String()
 }
 
 // blockCut returns the end of the last complete top-level block in

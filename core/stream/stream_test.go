@@ -329,3 +329,70 @@ func TestFinishedMessagesAreReportedOnce(t *testing.T) {
 		}
 	})
 }
+
+func TestNativeStreamAppendsDeltasAndStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, time.Second))
+		p.EnableStreams()
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		words := strings.Fields("the quick brown fox jumps over the lazy dog again and again")
+		for _, w := range words {
+			s.Partial(stream.RoleOutput, w+" ")
+			time.Sleep(300 * time.Millisecond)
+		}
+		if err := s.Finish(stream.Final{Footer: "12 tokens"}); err != nil {
+			t.Fatal(err)
+		}
+		msgs := p.Messages(conv)
+		if len(msgs) != 1 {
+			t.Fatalf("%d messages, want the one streamed message", len(msgs))
+		}
+		if got := msgs[0].Post.Text; !strings.HasPrefix(got, strings.Join(words, " ")+" ") || !strings.HasSuffix(got, "_12 tokens_") {
+			t.Errorf("streamed text = %q", got)
+		}
+		appends := p.CallsOf(platformtest.OpAppend)
+		if len(appends) == 0 || len(appends) > 5 {
+			t.Errorf("%d appends for 12 words over 3.6 s at 1/s; want coalesced deltas", len(appends))
+		}
+		if n := len(p.CallsOf(platformtest.OpStop)); n != 1 {
+			t.Errorf("%d stops, want 1", n)
+		}
+		if n := len(p.CallsOf(platformtest.OpSend)) + len(p.CallsOf(platformtest.OpEdit)); n != 0 {
+			t.Errorf("%d posts or edits besides the native stream", n)
+		}
+	})
+}
+
+func TestNativeStreamFailureFallsBackWithoutLosingText(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
+		p.EnableStreams()
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		s.Partial(stream.RoleOutput, "first part. ")
+		synctest.Wait()
+		time.Sleep(200 * time.Millisecond)
+		p.Fail(platformtest.OpAppend, errors.New("stream gone"))
+		s.Partial(stream.RoleOutput, "second part.")
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		all := strings.Join(p.Texts(conv), "|")
+		if !strings.Contains(all, "first part.") || !strings.Contains(all, "second part.") || strings.Count(all, "first part.") != 1 {
+			t.Errorf("messages %q: want both parts, each once", p.Texts(conv))
+		}
+	})
+}
+
+func TestNoNativeStreamWhenThePlatformDeclines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond)) // streams not enabled
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		s.Partial(stream.RoleOutput, "hello")
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Texts(conv); len(got) != 1 || got[0] != "hello" || len(p.CallsOf(platformtest.OpSend)) != 1 {
+			t.Errorf("messages %q, sends %d: want one ordinary post", got, len(p.CallsOf(platformtest.OpSend)))
+		}
+	})
+}
