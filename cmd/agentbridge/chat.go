@@ -110,13 +110,11 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// End of input: let the running turn finish (it may still be asking for
 	// permission, which can no longer be answered and times out). Ctrl-C:
 	// stop it now; its reply says so.
-	drain := context.Background()
-	var cancel context.CancelFunc = func() {}
+	wait := prof.Timeout + prof.KillGrace
 	if ctx.Err() != nil {
-		drain, cancel = context.WithTimeout(drain, 0)
-	} else {
-		drain, cancel = context.WithTimeout(drain, prof.Timeout+prof.KillGrace)
+		wait = 0
 	}
+	drain, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	eng.Shutdown(drain, prof.KillGrace+5*time.Second)
 	return runErr
