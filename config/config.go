@@ -189,6 +189,9 @@ type Slack struct {
 	Mode          string      `yaml:"mode"`           // SlackSocket or SlackEvents
 	EventsListen  string      `yaml:"events_listen"`  // host:port, events mode
 	AllowBots     bool        `yaml:"allow_bots"`     // answer messages from other bots
+	// NativeStreaming streams thread replies with chat.startStream /
+	// appendStream / stopStream instead of posting and editing.
+	NativeStreaming bool `yaml:"native_streaming"`
 }
 
 // Discord configures the Discord adapter.

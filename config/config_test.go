@@ -327,6 +327,8 @@ telegram:
   allow_chats: [-1001234567890]
   group_trigger: all
   drafts: false
+slack:
+  native_streaming: true
 `
 	dir := t.TempDir()
 	cfg, err := Parse([]byte(file), filepath.Join(dir, "c.yaml"), env(map[string]string{
@@ -357,6 +359,7 @@ telegram:
 		TGChats               []string
 		Trigger               string
 		Drafts                bool
+		SlackNative           bool
 	}
 	got := summary{
 		cfg.Store, cfg.DefaultProfile, cfg.Profiles, cfg.Routes, cfg.QueueDepth, cfg.DedupTTL, cfg.ShutdownGrace,
@@ -365,6 +368,7 @@ telegram:
 		cfg.Telegram.Token.Reveal(), cfg.Telegram.WebhookSecret.Reveal(),
 		cfg.Telegram.Mode, cfg.Telegram.WebhookURL, cfg.Telegram.WebhookListen,
 		cfg.Telegram.AllowChats, cfg.Telegram.GroupTrigger, cfg.Telegram.Drafts,
+		cfg.Slack.NativeStreaming,
 	}
 	want := summary{
 		Store:   "/var/lib/agentbridge/state.db",
@@ -394,6 +398,7 @@ telegram:
 		TGChats:        []string{"-1001234567890"},
 		Trigger:        "all",
 		Drafts:         false,
+		SlackNative:    true,
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)

@@ -190,6 +190,7 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 			field{"mode", d.enum(&c.Slack.Mode, SlackSocket, SlackEvents)},
 			field{"events_listen", d.str(&c.Slack.EventsListen)},
 			field{"allow_bots", d.boolean(&c.Slack.AllowBots)},
+			field{"native_streaming", d.boolean(&c.Slack.NativeStreaming)},
 		))},
 		{"discord", d.sub(append(d.platformFields(&c.Discord.Platform),
 			field{"token", d.secret(&c.Discord.Token)},

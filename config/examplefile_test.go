@@ -36,7 +36,8 @@ func TestExampleConfig(t *testing.T) {
 	def := defaults()
 	if cfg.QueueDepth != def.QueueDepth || cfg.Presenter != def.Presenter || cfg.Log != def.Log ||
 		cfg.Slack.Mode != def.Slack.Mode || cfg.Telegram.MaxFileBytes != def.Telegram.MaxFileBytes ||
-		cfg.Discord.SessionScope != def.Discord.SessionScope || cfg.Telegram.Drafts != def.Telegram.Drafts {
+		cfg.Discord.SessionScope != def.Discord.SessionScope || cfg.Telegram.Drafts != def.Telegram.Drafts ||
+		cfg.Slack.NativeStreaming != def.Slack.NativeStreaming {
 		t.Errorf("the example's values differ from the defaults:\n%+v", cfg)
 	}
 	if w := cfg.Warnings(); len(w) != 0 {
