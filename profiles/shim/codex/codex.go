@@ -1,8 +1,10 @@
-// Package codex is the AgentProc 0.4 shim for the OpenAI Codex CLI in
-// headless mode: `codex exec --json` for a new thread and
-// `codex exec resume --json THREAD_ID` for the next turn, prompt on stdin.
-// Codex exec has no approval channel (it never asks; its sandbox decides
-// what runs), so this shim sends no permission requests.
+// Package codex is the AgentProc 0.4 shim for the OpenAI Codex CLI. With
+// permission off it runs codex headless: `codex exec --json` for a new
+// thread and `codex exec resume --json THREAD_ID` for the next turn, prompt
+// on stdin; exec never asks (its sandbox decides what runs). With
+// permission on it drives `codex app-server` over JSON-RPC instead: token
+// deltas, and command and file-change approvals routed to the bridge as
+// permission_request events.
 package codex
 
 import (
@@ -24,28 +26,39 @@ var ErrTurnFailed = shimio.ErrTurnFailed
 
 var cli = shimio.CLI{Bin: "codex", Install: "npm i -g @openai/codex"}
 
-// Run runs one AgentProc turn through `codex exec --json`. stdin carries
-// the turn line, stdout receives AgentProc events, stderr codex's own
-// stderr. args are the shim's flags (--bin PATH), then optionally "--" and
-// flags passed to codex exec unchanged (e.g. -m MODEL, -c key=value,
-// --sandbox is not accepted by exec resume: use -c sandbox_mode=...).
-// environ is codex's environment; its PATH is searched for the binary.
+// Run runs one AgentProc turn through `codex exec --json`, or through
+// `codex app-server` when the turn line says "permission": true. stdin
+// carries the turn line (and, with permission on, the bridge's
+// permission_response lines), stdout receives AgentProc events, stderr
+// codex's own stderr. args are the shim's flags (--bin PATH,
+// --approval-policy POLICY), then optionally "--" and flags passed to codex
+// unchanged: after `exec` or after `app-server`, so only flags both accept
+// work in a profile that may run either (-c key=value, --enable/--disable
+// FEATURE; --sandbox and -m are exec-only: use -c sandbox_mode=... and
+// -c model=...). environ is codex's environment; its PATH is searched for
+// the binary.
 //
 // It returns nil after a result, ErrTurnFailed (wrapped) after an error
-// event, or ctx's error when stopped.
+// event, or ctx's error when stopped. With permission on it does not wait
+// for stdin to end: a reader of stdin lives until the bridge closes it.
 func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {
 	em := shimio.NewEmitter(stdout)
 	fs := flag.NewFlagSet("shim codex", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	bin := fs.String("bin", cli.Bin, "the `command` to run (name on PATH or a path)")
+	policy := fs.String("approval-policy", "untrusted", "app-server approval `policy` with permission on: untrusted (ask before anything not known safe) or on-request (the model asks)")
 	if err := fs.Parse(args); err != nil {
 		return em.Fail(fmt.Sprintf("shim codex: %v", err))
 	}
 	c := cli
 	c.Bin = *bin
-	turn, err := shimio.ReadTurn(bufio.NewReader(stdin))
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	turn, err := shimio.ReadTurn(in)
 	if err != nil {
 		return em.Fail(fmt.Sprintf("shim codex: %v", err))
+	}
+	if turn.Permission {
+		return runAppServer(ctx, c, em, turn, in, stderr, *policy, fs.Args(), environ)
 	}
 	argv := []string{"exec"}
 	if turn.SessionID != "" {
