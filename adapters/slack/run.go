@@ -245,6 +245,7 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 		m.Attachments = append(m.Attachments, core.Attachment{Kind: kind, Name: f.Name, MIME: f.Mimetype,
 			Size: int64(f.Size), Source: f.ID})
 	}
+	a.noteRequester(conv, in.user)
 	return m, true
 }
 

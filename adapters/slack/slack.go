@@ -63,6 +63,16 @@ type Options struct {
 	// replies without a mention continue them after a restart.
 	Store core.Store
 
+	// NativeStreaming streams replies in threads with Slack's
+	// chat.startStream / appendStream / stopStream (the agent's Markdown as
+	// written) instead of posting and editing rendered mrkdwn.
+	NativeStreaming bool
+	// AppendsPerMinute is the budget of streaming calls shared by every
+	// native stream in a workspace; default 100 (Tier 4).
+	AppendsPerMinute float64
+	// AppendBurst is how many streaming calls may go at once; default 5.
+	AppendBurst int
+
 	// EditsPerMinute is the chat.update budget shared by every stream in a
 	// workspace; default 50 (Tier 3).
 	EditsPerMinute float64
@@ -93,8 +103,12 @@ type Adapter struct {
 	buttoned map[string]bool          // channel:ts of messages sent with buttons
 	threads  map[string]bool          // workspace:channel:thread the bot takes part in
 	typed    map[core.ConversationKey]time.Time
-	noStatus bool // assistant.threads.setStatus is not available
-	recent   *seenSet
+	noStatus bool               // assistant.threads.setStatus is not available
+	noStream bool               // chat.startStream is not available
+	streams  map[string]*budget // streaming calls, by workspace
+	// requesters is who wrote last in each thread, for native streams.
+	requesters map[core.ConversationKey]requester
+	recent     *seenSet
 }
 
 // budget is one workspace's chat.update allowance.
@@ -145,6 +159,12 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	if opts.EditBurst <= 0 {
 		opts.EditBurst = 5
 	}
+	if opts.AppendsPerMinute <= 0 {
+		opts.AppendsPerMinute = 100
+	}
+	if opts.AppendBurst <= 0 {
+		opts.AppendBurst = 5
+	}
 	if opts.EditInterval <= 0 {
 		opts.EditInterval = time.Second
 	}
@@ -166,15 +186,17 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 		apiOpts = append(apiOpts, slackapi.OptionAPIURL(u))
 	}
 	return &Adapter{
-		opts:     opts,
-		log:      log,
-		api:      slackapi.New(opts.BotToken.Reveal(), apiOpts...),
-		edits:    map[string]*budget{},
-		posts:    map[string]*rate.Limiter{},
-		buttoned: map[string]bool{},
-		threads:  map[string]bool{},
-		typed:    map[core.ConversationKey]time.Time{},
-		recent:   newSeenSet(4096),
+		opts:       opts,
+		log:        log,
+		api:        slackapi.New(opts.BotToken.Reveal(), apiOpts...),
+		edits:      map[string]*budget{},
+		posts:      map[string]*rate.Limiter{},
+		buttoned:   map[string]bool{},
+		threads:    map[string]bool{},
+		typed:      map[core.ConversationKey]time.Time{},
+		streams:    map[string]*budget{},
+		requesters: map[core.ConversationKey]requester{},
+		recent:     newSeenSet(4096),
 	}, nil
 }
 

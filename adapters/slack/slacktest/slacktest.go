@@ -1,7 +1,9 @@
 // Package slacktest is a fake Slack for tests, in the spirit of
 // net/http/httptest: one local HTTP server that answers the Web API methods
 // the bridge uses (auth.test, apps.connections.open, chat.postMessage,
-// chat.update, chat.postEphemeral, the chat streaming methods,
+// chat.update, chat.postEphemeral, the chat streaming methods
+// (chat.startStream / appendStream / stopStream, with the stream's Markdown
+// accumulated and its state checked),
 // assistant.threads.setStatus, reactions.add, files.info and private file
 // downloads) and serves a Socket Mode WebSocket that says hello, pings,
 // delivers events_api and interactive envelopes, records acks, redelivers
@@ -48,6 +50,12 @@ type Options struct {
 	UpdateLimit int
 	// UpdateWindow is the window UpdateLimit counts in; default a minute.
 	UpdateWindow time.Duration
+	// AppendLimit, when positive, makes chat.appendStream answer 429 once
+	// more than this many calls arrive within AppendWindow (Tier 4 is
+	// about 100 a minute per workspace).
+	AppendLimit int
+	// AppendWindow is the window AppendLimit counts in; default a minute.
+	AppendWindow time.Duration
 }
 
 // Call is one recorded Web API call.
@@ -67,7 +75,12 @@ type Message struct {
 	Text     string
 	Blocks   string // JSON as last sent; "" when the message has none
 	Mrkdwn   bool
-	Edits    int
+	Edits    int // chat.update calls, or streaming appends (stopStream included)
+	// Streamed marks a message created by chat.startStream; its Text is the
+	// Markdown accumulated by startStream, appendStream and stopStream.
+	Streamed bool
+	// Streaming is true from chat.startStream until chat.stopStream.
+	Streaming bool
 }
 
 // Failure is an injected answer to one Web API call.
@@ -75,6 +88,9 @@ type Failure struct {
 	Status     int    // HTTP status; default 200 (Slack errors are 200 with ok:false)
 	RetryAfter int    // seconds, sent as Retry-After (use with Status 429)
 	Error      string // Slack error code, e.g. "msg_too_long"
+	// Skip lets this many calls of the method succeed before the failure
+	// applies (a failure midway through a series of calls).
+	Skip int
 }
 
 // Envelope is a Socket Mode envelope as sent to the client.
@@ -105,6 +121,7 @@ type Server struct {
 	nextTS    int
 	nextEnv   int
 	updateWin []time.Time
+	appendWin []time.Time
 	changed   chan struct{}
 	kick      chan struct{} // wakes the WebSocket writer
 	disc      chan string   // disconnect requests
@@ -136,6 +153,9 @@ func NewServer(opts Options) *Server {
 	}
 	if opts.UpdateWindow <= 0 {
 		opts.UpdateWindow = time.Minute
+	}
+	if opts.AppendWindow <= 0 {
+		opts.AppendWindow = time.Minute
 	}
 	if opts.PingEvery <= 0 {
 		opts.PingEvery = 50 * time.Millisecond
@@ -569,7 +589,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_auth")
 		return
 	}
-	if q := s.failures[method]; len(q) > 0 {
+	if q := s.failures[method]; len(q) > 0 && q[0].Skip > 0 {
+		q[0].Skip--
+	} else if len(q) > 0 {
 		f := q[0]
 		s.failures[method] = q[1:]
 		if f.Status == 0 {
@@ -598,6 +620,15 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			fail(code)
 			return
 		}
+		if method == "chat.startStream" {
+			// A stream is a reply in a thread; in channels (not DMs) Slack
+			// also wants to know whom it answers.
+			if form.Get("thread_ts") == "" ||
+				!strings.HasPrefix(ch, "D") && (form.Get("recipient_user_id") == "" || form.Get("recipient_team_id") == "") {
+				fail("invalid_arguments")
+				return
+			}
+		}
 		s.nextTS++
 		ts := fmt.Sprintf("1700001000.%06d", s.nextTS)
 		text := form.Get("text")
@@ -605,7 +636,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			text = form.Get("markdown_text")
 		}
 		m := &Message{Channel: ch, TS: ts, ThreadTS: form.Get("thread_ts"), Text: text,
-			Blocks: nonEmptyBlocks(form.Get("blocks")), Mrkdwn: form.Get("mrkdwn") != "false"}
+			Blocks: nonEmptyBlocks(form.Get("blocks")), Mrkdwn: form.Get("mrkdwn") != "false",
+			Streamed: method == "chat.startStream", Streaming: method == "chat.startStream"}
 		s.msgs[ch+":"+ts] = m
 		s.order = append(s.order, m)
 		reply(map[string]any{"ok": true, "channel": ch, "ts": ts,
@@ -628,6 +660,23 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			}
 			s.updateWin = append(s.updateWin, now)
 		}
+		if method == "chat.appendStream" && s.opts.AppendLimit > 0 {
+			win := s.appendWin[:0]
+			for _, t := range s.appendWin {
+				if now.Sub(t) < s.opts.AppendWindow {
+					win = append(win, t)
+				}
+			}
+			s.appendWin = win
+			if len(win) >= s.opts.AppendLimit {
+				call.Status, call.Error = http.StatusTooManyRequests, "ratelimited"
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "ratelimited"})
+				return
+			}
+			s.appendWin = append(s.appendWin, now)
+		}
 		ch, ts := form.Get("channel"), form.Get("ts")
 		m := s.msgs[ch+":"+ts]
 		if m == nil {
@@ -636,6 +685,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		if code := checkContent(form); code != "" {
 			fail(code)
+			return
+		}
+		if method != "chat.update" && !m.Streaming {
+			fail("message_not_in_streaming_state")
+			return
+		}
+		if method == "chat.appendStream" && form.Get("markdown_text") == "" {
+			fail("invalid_arguments")
 			return
 		}
 		switch method {
@@ -654,6 +711,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			m.Text += form.Get("markdown_text")
 		case "chat.stopStream":
 			m.Text += form.Get("markdown_text")
+			m.Streaming = false
 		}
 		m.Edits++
 		reply(map[string]any{"ok": true, "channel": ch, "ts": ts, "text": m.Text})
