@@ -20,7 +20,8 @@ const agentEnv = "SLACK_TEST_AGENT"
 //	slow:MS    stream "slow" word by word, MS milliseconds apart
 //	anything   stream it back word by word
 //
-// A new session gets id "sess-<pid>"; a resumed one says so first.
+// A new session gets id "sess-<pid>"; a resumed one says so first. The
+// result reports 12 input and 34 output tokens.
 func testAgent() int {
 	in := bufio.NewReader(os.Stdin)
 	line, err := in.ReadBytes('\n')
@@ -89,6 +90,6 @@ func testAgent() int {
 			partial(w)
 		}
 	}
-	emit(map[string]any{"type": "result", "text": ""})
+	emit(map[string]any{"type": "result", "text": "", "usage": map[string]any{"input_tokens": 12, "output_tokens": 34}})
 	return 0
 }

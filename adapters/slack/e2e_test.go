@@ -47,6 +47,12 @@ const editInterval = 100 * time.Millisecond
 
 func startBridge(t *testing.T, fake *slacktest.Server, dbPath string, tweak func(*slack.Options)) *bridge {
 	t.Helper()
+	return startBridgeWith(t, fake, dbPath, tweak, engine.PresenterSettings{})
+}
+
+// startBridgeWith is startBridge with the engine's presenter settings.
+func startBridgeWith(t *testing.T, fake *slacktest.Server, dbPath string, tweak func(*slack.Options), pres engine.PresenterSettings) *bridge {
+	t.Helper()
 	st, err := store.Open(dbPath, store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +63,7 @@ func startBridge(t *testing.T, fake *slacktest.Server, dbPath string, tweak func
 		},
 		Profiles:       map[string]*agentproc.Profile{"test": testProfile()},
 		DefaultProfile: "test",
+		Presenter:      pres,
 	}, engine.Options{TempDir: t.TempDir()})
 	opts := options(fake)
 	opts.Store = st
@@ -287,5 +294,95 @@ func TestEndToEndReconnectMidTurn(t *testing.T) {
 	b.reply("306.000009", "sent during the reconnect")
 	if fake.Opens() < 2 {
 		t.Errorf("%d connections; want a reconnect", fake.Opens())
+	}
+}
+
+// With native streaming on, a mention's reply streams through
+// chat.startStream / appendStream / stopStream at the edit cadence and ends
+// with the full text and the usage footer, without chat.update. With it off,
+// or outside a thread, the reply is posted and edited as before.
+func TestEndToEndNativeStreaming(t *testing.T) {
+	tests := []struct {
+		name       string
+		native     bool
+		ev         map[string]any
+		thread     string // where the reply goes
+		wantStream bool
+	}{
+		{"native in a channel thread", true, mention("U1", "C1", "310.000001", "", "<@UBOT> slow:40"), "310.000001", true},
+		{"native off", false, mention("U1", "C1", "311.000001", "", "<@UBOT> slow:40"), "311.000001", false},
+		{"native in a DM without a thread", true, message("U1", "D7", "im", "312.000001", "", "slow:40"), "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake(t, slacktest.Options{})
+			b := startBridgeWith(t, fake, newDB(t), func(o *slack.Options) { o.NativeStreaming = tc.native },
+				engine.PresenterSettings{UsageFooter: true})
+			fake.SendEvent("Ev1", tc.ev)
+			m := b.reply(tc.thread, "out tokens")
+			if err := b.eng.Idle(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(m.Text, "w0 w1 w2 w3 w4 w5 w6 w7 SLOW-DONE") || !strings.Contains(m.Text, "12 in ") || !strings.Contains(m.Text, "34 out tokens") {
+				t.Errorf("final text %q; want the whole answer and the usage footer", m.Text)
+			}
+			streams, updates := fake.Calls("chat.startStream"), fake.Calls("chat.update")
+			if !tc.wantStream {
+				if len(streams) != 0 || m.Streamed || len(updates) == 0 {
+					t.Errorf("%d startStream and %d chat.update calls; want the reply posted and edited", len(streams), len(updates))
+				}
+				return
+			}
+			if !m.Streamed || m.Streaming {
+				t.Errorf("reply %+v; want a stopped native stream", m)
+			}
+			if len(updates) != 0 {
+				t.Errorf("%d chat.update calls; want none", len(updates))
+			}
+			if n := len(fake.Calls("chat.postMessage")); n != 0 {
+				t.Errorf("%d chat.postMessage calls; want none", n)
+			}
+			if len(streams) != 1 || streams[0].Form.Get("recipient_user_id") != "U1" || streams[0].Form.Get("thread_ts") != tc.thread {
+				t.Errorf("startStream calls %+v; want one in the thread for U1", streams)
+			}
+			appends := fake.Calls("chat.appendStream")
+			if len(appends) < 2 {
+				t.Errorf("%d appendStream calls; want the answer streamed", len(appends))
+			}
+			var last time.Time
+			for _, c := range append(appends, fake.Calls("chat.stopStream")...) {
+				if !last.IsZero() && c.At.Sub(last) < editInterval-20*time.Millisecond {
+					t.Errorf("streaming calls %v apart; cadence is %v", c.At.Sub(last), editInterval)
+				}
+				last = c.At
+			}
+		})
+	}
+}
+
+// Concurrent native streams share the workspace's Tier 4 budget: the fake
+// answers 429 above its limit, and none arrives, while every reply ends
+// whole.
+func TestEndToEndNativeStreamsShareBudget(t *testing.T) {
+	fake := newFake(t, slacktest.Options{AppendLimit: 6, AppendWindow: time.Second})
+	b := startBridge(t, fake, newDB(t), func(o *slack.Options) {
+		o.NativeStreaming = true
+		o.AppendsPerMinute, o.AppendBurst = 180, 2 // at most 5 in any second
+		o.EditInterval = 20 * time.Millisecond
+	})
+	threads := []string{"313.000001", "313.000002", "313.000003", "313.000004"}
+	for i, th := range threads {
+		fake.SendEvent(fmt.Sprintf("Ev%d", i), mention("U1", "C1", th, "", "<@UBOT> slow:30"))
+	}
+	for _, th := range threads {
+		m := b.reply(th, "SLOW-DONE")
+		if m.Text != "w0 w1 w2 w3 w4 w5 w6 w7 SLOW-DONE" || !m.Streamed {
+			t.Errorf("thread %s ends with %q (streamed %v)", th, m.Text, m.Streamed)
+		}
+	}
+	for _, c := range fake.Calls("chat.appendStream") {
+		if c.Status == 429 {
+			t.Errorf("chat.appendStream got a 429 at %v: the budget let too many through", c.At)
+		}
 	}
 }
