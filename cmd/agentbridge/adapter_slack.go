@@ -13,14 +13,15 @@ import (
 func newSlackAdapter(cfg *config.Config, st core.Store, log *slog.Logger) (core.Platform, error) {
 	c := cfg.Slack
 	return slack.New(slack.Options{
-		BotToken:      c.BotToken,
-		AppToken:      c.AppToken,
-		SigningSecret: c.SigningSecret,
-		Mode:          c.Mode,
-		EventsListen:  c.EventsListen,
-		APIURL:        c.APIURL,
-		CommandPrefix: c.CommandPrefix,
-		AllowBots:     c.AllowBots,
-		Store:         st,
+		BotToken:        c.BotToken,
+		AppToken:        c.AppToken,
+		SigningSecret:   c.SigningSecret,
+		Mode:            c.Mode,
+		EventsListen:    c.EventsListen,
+		APIURL:          c.APIURL,
+		CommandPrefix:   c.CommandPrefix,
+		AllowBots:       c.AllowBots,
+		Store:           st,
+		NativeStreaming: c.NativeStreaming,
 	}, log)
 }

@@ -31,8 +31,26 @@ func (l *lockedBuffer) String() string {
 }
 
 // serve with only Slack enabled, against a fake Slack: a mention gets the
-// demo agent's streamed reply in its thread, and cancelling stops serve.
+// demo agent's streamed reply in its thread — posted and edited as mrkdwn,
+// or with native_streaming through chat.startStream/appendStream/stopStream
+// as Markdown — and cancelling stops serve.
 func TestServeSlack(t *testing.T) {
+	tests := []struct {
+		name   string
+		native bool
+		want   string // the echo as the reply shows it
+	}{
+		// Markdown arrives as Slack mrkdwn: **bold** becomes *bold*.
+		{"post and edit", false, "You said: *hello bridge*"},
+		// A native stream carries the agent's Markdown as written.
+		{"native streaming", true, "You said: **hello bridge**"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { serveSlack(t, tc.native, tc.want) })
+	}
+}
+
+func serveSlack(t *testing.T, native bool, want string) {
 	fake := slacktest.NewServer(slacktest.Options{})
 	defer fake.Close()
 	t.Setenv("AGENTBRIDGE_DEMO_DELAY", "1ms")
@@ -49,7 +67,8 @@ slack:
   bot_token: ${TEST_SLACK_BOT_TOKEN}
   app_token: ${TEST_SLACK_APP_TOKEN}
   allow_users: [U1]
-`, filepath.Join(dir, "bridge.db"), fake.APIURL()))
+  native_streaming: %t
+`, filepath.Join(dir, "bridge.db"), fake.APIURL(), native))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -70,19 +89,26 @@ slack:
 	fake.SendEvent("Ev1", map[string]any{"type": "app_mention", "user": "U1", "text": "<@UBOT> hello bridge",
 		"ts": thread, "channel": "C1", "event_ts": thread})
 	// The demo agent's reply streams into the thread; the usage footer comes
-	// with the final edit, once the turn is over.
+	// at the end, once the turn is over.
 	var reply slacktest.Message
 	wait("demo reply", func(s *slacktest.State) bool {
 		var ok bool
 		reply, ok = s.Message(thread, "out tokens")
 		return ok
 	})
-	// Markdown arrives as Slack mrkdwn: **bold** becomes *bold*.
-	if reply.Channel != "C1" || !strings.Contains(reply.Text, "You said: *hello bridge*") || !reply.Mrkdwn {
-		t.Errorf("reply %+v; want the rendered demo echo in C1's thread", reply)
+	if reply.Channel != "C1" || !strings.Contains(reply.Text, want) || !reply.Mrkdwn {
+		t.Errorf("reply %+v; want %q in C1's thread", reply, want)
 	}
 	if reply.Edits == 0 {
-		t.Errorf("reply was never edited; want a streamed reply")
+		t.Errorf("reply was never edited or appended to; want a streamed reply")
+	}
+	updates := len(fake.Calls("chat.update"))
+	if native && (!reply.Streamed || reply.Streaming || updates != 0) {
+		t.Errorf("native: reply streamed %v, still streaming %v, %d chat.update calls; want a stopped stream and no updates",
+			reply.Streamed, reply.Streaming, updates)
+	}
+	if !native && (reply.Streamed || updates == 0 || len(fake.Calls("chat.startStream")) != 0) {
+		t.Errorf("post and edit: reply streamed %v, %d chat.update calls; want edits and no native stream", reply.Streamed, updates)
 	}
 
 	cancel()
