@@ -15,7 +15,7 @@ func TestProfilesLoad(t *testing.T) {
 	}{
 		{"claude-code", "claude", true},
 		{"qwen-code", "qwen", true},
-		{"codex", "codex", false},
+		{"codex", "codex", true},
 		{"gemini-cli", "gemini", false},
 	} {
 		p, err := agentproc.LoadProfile(filepath.Join(repoRoot, "profiles", tc.dir, "profile.yaml"))
