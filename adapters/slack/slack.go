@@ -8,7 +8,9 @@
 // one conversation (or one per thread when the user threads). chat.update
 // calls share one Tier 3 budget per workspace; when it is spent, Edit
 // returns a *core.RateLimitError without calling Slack so the presenter
-// coalesces the stream.
+// coalesces the stream. With Options.NativeStreaming, replies in threads
+// stream natively instead (chat.startStream / appendStream / stopStream,
+// sharing a Tier 4 budget per workspace).
 package slack
 
 import (

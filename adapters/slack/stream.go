@@ -267,20 +267,22 @@ var massWords = [...]string{"channel", "here", "everyone"}
 // a mass mention that the next text completes ("<", "@", "@chan"): that
 // tail is held back. It returns len(s) when nothing needs holding.
 func holdFrom(s string) int {
-	if strings.HasSuffix(s, "<") {
-		return len(s) - 1
-	}
-	at := strings.LastIndexByte(s, '@')
-	if at < 0 {
-		return len(s)
-	}
-	tail := strings.ToLower(s[at+1:])
-	for _, w := range massWords {
-		if len(tail) < len(w) && strings.HasPrefix(w, tail) {
-			return at
+	cut := len(s)
+	if at := strings.LastIndexByte(s, '@'); at >= 0 {
+		tail := strings.ToLower(s[at+1:])
+		for _, w := range massWords {
+			if len(tail) < len(w) && strings.HasPrefix(w, tail) {
+				cut = at
+				break
+			}
 		}
 	}
-	return len(s)
+	// A "<" just before the held part (or at the very end) may start
+	// <!here>, <@U…> or <#C…>.
+	if cut > 0 && s[cut-1] == '<' {
+		cut--
+	}
+	return cut
 }
 
 // wordJoiner is invisible but breaks mention syntax where it is inserted.

@@ -2,6 +2,7 @@ package slack_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -254,4 +255,72 @@ func TestNativeStreamBudget(t *testing.T) {
 	if n := len(fake.Calls("chat.appendStream")); n != 2 {
 		t.Errorf("%d appendStream calls; want 2 (the refused one must not reach Slack)", n)
 	}
+}
+
+// FuzzNativeStreamDefuse splits text into three appends at arbitrary
+// points: the streamed message is the text with only word joiners added,
+// and no mention syntax reaches Slack intact, whatever the boundaries.
+func FuzzNativeStreamDefuse(f *testing.F) {
+	f.Add("hi <!channel> and @here", 4, 12)
+	f.Add("@everyone@Everyone<@U1><#C1>", 1, 2)
+	f.Add("mail me@host and @chan", 21, 22)
+	f.Add("<<!!@@here", 1, 5)
+	fake := slacktest.NewServer(slacktest.Options{})
+	defer fake.Close()
+	opts := options(fake)
+	opts.NativeStreaming = true
+	opts.AppendsPerMinute, opts.AppendBurst = 1e9, 1000
+	a, err := slack.New(opts, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	n := 0
+	f.Fuzz(func(t *testing.T, text string, i, j int) {
+		if len(text) > 2000 || !utf8.ValidString(text) {
+			return
+		}
+		i, j = clamp(i, len(text)), clamp(j, len(text))
+		if i > j {
+			i, j = j, i
+		}
+		n++
+		conv := core.ConversationKey{Platform: "slack", Workspace: "T1", Channel: "D" + strconv.Itoa(n), Thread: "1.000001"}
+		st, err := a.StartStream(t.Context(), conv)
+		if err != nil || st == nil {
+			t.Fatalf("StartStream = %v, %v", st, err)
+		}
+		for _, part := range []string{text[:i], text[i:j]} {
+			if err := st.Append(t.Context(), part); err != nil {
+				t.Fatalf("Append(%q): %v", part, err)
+			}
+		}
+		if err := st.Stop(t.Context(), text[j:]); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		var got string
+		for _, m := range fake.Messages() {
+			if m.Channel == conv.Channel {
+				got = m.Text
+			}
+		}
+		if strings.ReplaceAll(got, wj, "") != strings.ReplaceAll(text, wj, "") {
+			t.Fatalf("streamed %q; want %q with word joiners only", got, text)
+		}
+		low := strings.ToLower(got)
+		for _, bad := range []string{"<!", "<@", "<#", "@channel", "@here", "@everyone"} {
+			if strings.Contains(low, bad) {
+				t.Fatalf("%q reached Slack intact in %q", bad, got)
+			}
+		}
+	})
+}
+
+func clamp(i, n int) int {
+	if i < 0 {
+		i = -i
+	}
+	if n == 0 {
+		return 0
+	}
+	return i % (n + 1)
 }
