@@ -180,7 +180,7 @@ func (a *Adapter) finishLocked(ctx context.Context, d *draft) error {
 	p := d.post
 	a.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		ref, err := a.sendMessage(ctx, d.conv, d.chat, p)
+		ref, err := a.sendMessage(ctx, d.conv, d.chat, p, 0) // drafts are private: no quote
 		if err == nil {
 			a.mu.Lock()
 			d.real, d.at = ref.ID, time.Now()

@@ -22,7 +22,8 @@ import (
 const maxSendWait = 10 * time.Second
 
 // Send posts p to the conversation (into its forum topic, if any). In a
-// private chat with drafts on, a post without buttons starts a draft. A new
+// group it quotes the user's last message (see quoteFor). In a private
+// chat with drafts on, a post without buttons starts a draft. A new
 // message waits up to maxSendWait for the chat's flood budget and for
 // retry_after, since notices and permission prompts have no one to retry
 // them.
@@ -36,17 +37,25 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 			return ref, err
 		}
 	}
-	return a.sendMessage(ctx, to, chat, p)
+	quote := a.quoteFor(to, chat, p)
+	ref, err := a.sendMessage(ctx, to, chat, p, quote)
+	if err == nil && quote != 0 {
+		a.quoted(to, quote)
+	}
+	return ref, err
 }
 
-// sendMessage sends a real message.
-func (a *Adapter) sendMessage(ctx context.Context, to core.ConversationKey, chat int64, p core.Post) (core.MessageRef, error) {
+// sendMessage sends a real message, as a reply to message quote if not 0.
+func (a *Adapter) sendMessage(ctx context.Context, to core.ConversationKey, chat int64, p core.Post, quote int) (core.MessageRef, error) {
 	params, err := a.textParams(p)
 	if err != nil {
 		return core.MessageRef{}, err
 	}
 	params["chat_id"] = to.Channel
 	params.AddNonEmpty("message_thread_id", to.Thread)
+	if quote != 0 {
+		params["reply_parameters"] = replyParameters(quote)
+	}
 	// Wait out the chat's budget and short 429s here: notices and
 	// permission prompts have no one to retry them.
 	deadline := time.Now().Add(maxSendWait)

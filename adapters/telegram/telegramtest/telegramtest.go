@@ -44,6 +44,7 @@ type Message struct {
 	Text      string
 	ParseMode string
 	Markup    string // reply_markup JSON as sent; "" when none
+	ReplyTo   int    // the message it quotes (reply_parameters or reply_to_message_id); 0 when none
 	Edits     int
 	Sent      time.Time // when sendMessage created it
 }
@@ -361,9 +362,14 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	thread, _ := strconv.Atoi(r.Form.Get("message_thread_id"))
+	replyTo, desc := replyTarget(r.Form)
+	if desc != "" {
+		badRequest(w, desc)
+		return
+	}
 	s.mu.Lock()
 	s.nextMsg++
-	m := &Message{ChatID: chatID, ID: s.nextMsg, ThreadID: thread, Text: text, ParseMode: mode, Markup: markup(r.Form), Sent: time.Now()}
+	m := &Message{ChatID: chatID, ID: s.nextMsg, ThreadID: thread, Text: text, ParseMode: mode, Markup: markup(r.Form), ReplyTo: replyTo, Sent: time.Now()}
 	s.msgs[key(chat, m.ID)] = m
 	s.notifyLocked()
 	s.mu.Unlock()
@@ -397,6 +403,23 @@ func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
 	res := messageJSON(m)
 	s.mu.Unlock()
 	ok(w, res)
+}
+
+// replyTarget reads the message a send quotes: reply_parameters (Bot API
+// 7.0) or the older reply_to_message_id. It returns Telegram's complaint
+// when reply_parameters is malformed.
+func replyTarget(f url.Values) (int, string) {
+	if rp := f.Get("reply_parameters"); rp != "" {
+		var p struct {
+			MessageID int `json:"message_id"`
+		}
+		if err := json.Unmarshal([]byte(rp), &p); err != nil || p.MessageID == 0 {
+			return 0, "can't parse reply parameters JSON object"
+		}
+		return p.MessageID, ""
+	}
+	id, _ := strconv.Atoi(f.Get("reply_to_message_id"))
+	return id, ""
 }
 
 // markup normalizes reply_markup: the library sends "null" for none.
