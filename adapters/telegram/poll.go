@@ -294,23 +294,76 @@ func (a *Adapter) normalize(m *tgbotapi.Message, t threadInfo) (core.Message, bo
 			Size: int64(p.FileSize), Source: p.FileID,
 		})
 	}
-	if d := m.Document; d != nil {
-		kind := "file"
-		if strings.HasPrefix(d.MimeType, "image/") {
-			kind = "image"
-		}
-		name := d.FileName
-		if name == "" {
-			name = "document-" + d.FileUniqueID
-		}
-		msg.Attachments = append(msg.Attachments, core.Attachment{
-			Kind: kind, Name: name, MIME: d.MimeType, Size: int64(d.FileSize), Source: d.FileID,
-		})
-	}
+	msg.Attachments = append(msg.Attachments, media(m)...)
 	if msg.Text == "" && len(msg.Attachments) == 0 {
 		return core.Message{}, false // stickers, service messages, …
 	}
 	return msg, true
+}
+
+// media returns a message's files other than photos: documents, voice
+// messages, audio, videos, video notes and animations, each downloaded
+// later through getFile (Source is the file_id).
+func media(m *tgbotapi.Message) []core.Attachment {
+	var out []core.Attachment
+	add := func(kind, name, fallback, mime, defMIME string, size int, fileID string) {
+		if name == "" {
+			name = fallback
+		}
+		if mime == "" {
+			mime = defMIME
+		}
+		out = append(out, core.Attachment{Kind: kind, Name: name, MIME: mime, Size: int64(size), Source: fileID})
+	}
+	if v := m.Voice; v != nil {
+		// Voice messages are OGG/Opus unless Telegram says otherwise.
+		add("audio", "", "voice-"+v.FileUniqueID+extFor(v.MimeType, ".ogg"), v.MimeType, "audio/ogg", v.FileSize, v.FileID)
+	}
+	if au := m.Audio; au != nil {
+		add("audio", au.FileName, "audio-"+au.FileUniqueID+extFor(au.MimeType, ""), au.MimeType, "", au.FileSize, au.FileID)
+	}
+	if v := m.Video; v != nil {
+		add("video", v.FileName, "video-"+v.FileUniqueID+extFor(v.MimeType, ".mp4"), v.MimeType, "video/mp4", v.FileSize, v.FileID)
+	}
+	if v := m.VideoNote; v != nil {
+		// Video notes (round videos) are always MP4 and carry no name or type.
+		add("video", "", "video-note-"+v.FileUniqueID+".mp4", "", "video/mp4", v.FileSize, v.FileID)
+	}
+	if an := m.Animation; an != nil {
+		// GIFs arrive converted to silent MP4 videos.
+		add("video", an.FileName, "animation-"+an.FileUniqueID+extFor(an.MimeType, ".mp4"), an.MimeType, "video/mp4", an.FileSize, an.FileID)
+	} else if d := m.Document; d != nil {
+		// An animation also fills document, for old clients: one file, not two.
+		kind := "file"
+		if strings.HasPrefix(d.MimeType, "image/") {
+			kind = "image"
+		}
+		add(kind, d.FileName, "document-"+d.FileUniqueID, d.MimeType, "", d.FileSize, d.FileID)
+	}
+	return out
+}
+
+// extFor is the file extension for the media types Telegram uses, or def.
+func extFor(mime, def string) string {
+	switch mime {
+	case "audio/ogg":
+		return ".ogg"
+	case "audio/mpeg":
+		return ".mp3"
+	case "audio/mp4", "audio/x-m4a":
+		return ".m4a"
+	case "audio/flac", "audio/x-flac":
+		return ".flac"
+	case "audio/wav", "audio/x-wav":
+		return ".wav"
+	case "video/mp4":
+		return ".mp4"
+	case "video/quicktime":
+		return ".mov"
+	case "video/webm":
+		return ".webm"
+	}
+	return def
 }
 
 // stripMentions removes mentions of the bot (and "@bot" after a command)
