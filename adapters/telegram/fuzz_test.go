@@ -76,3 +76,43 @@ func BenchmarkDecodeUpdates(b *testing.B) {
 		}
 	}
 }
+
+// FuzzNormalizeMedia feeds decoded messages to normalize: it never panics,
+// every attachment has a known kind and a name, and an animation is one
+// attachment even though Telegram also fills document.
+func FuzzNormalizeMedia(f *testing.F) {
+	const base = `"message_id":2,"date":1,"chat":{"id":7,"type":"private"},"from":{"id":7,"is_bot":false,"first_name":"U"}`
+	f.Add(`[{"update_id":1,"message":{` + base + `,"voice":{"file_id":"v","file_unique_id":"u","duration":1}}}]`)
+	f.Add(`[{"update_id":1,"message":{` + base + `,"animation":{"file_id":"g","file_unique_id":"u"},"document":{"file_id":"g","file_unique_id":"u"}}}]`)
+	f.Add(`[{"update_id":1,"message":{` + base + `,"video_note":{"file_id":"n","file_unique_id":"u","length":1},"caption":"c"}}]`)
+	f.Add(`[{"update_id":1,"message":{` + base + `,"audio":{"file_id":"a","file_unique_id":"","mime_type":"audio/x-m4a"},"video":{"file_id":"m"}}}]`)
+	a := &Adapter{self: tgbotapi.User{ID: 42, UserName: "MyBot"}}
+	kinds := map[string]bool{"image": true, "file": true, "audio": true, "video": true}
+	f.Fuzz(func(t *testing.T, raw string) {
+		ups, err := decodeUpdates(json.RawMessage(raw))
+		if err != nil {
+			return
+		}
+		for _, u := range ups {
+			if u.Message == nil {
+				continue
+			}
+			m, ok := a.normalize(u.Message, u.thread)
+			if !ok {
+				continue
+			}
+			for _, att := range m.Attachments {
+				if !kinds[att.Kind] || att.Name == "" {
+					t.Errorf("attachment %+v: unknown kind or no name", att)
+				}
+			}
+			if u.Message.Animation != nil && u.Message.Document != nil {
+				for _, att := range m.Attachments {
+					if att.Kind == "file" || strings.HasPrefix(att.Name, "document-") {
+						t.Errorf("an animation came with its document too: %+v", m.Attachments)
+					}
+				}
+			}
+		}
+	})
+}
