@@ -12,7 +12,7 @@ type User struct {
 // handle that only the adapter's Downloader understands; it may embed
 // credentials and never reaches an agent.
 type Attachment struct {
-	Kind   string // "image" or "file"
+	Kind   string // "image", "audio", "video" or "file"
 	Name   string // file name as shown on the platform
 	MIME   string // media type, if the platform said
 	Size   int64  // bytes, if the platform said; 0 when unknown
