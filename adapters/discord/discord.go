@@ -56,6 +56,17 @@ type Options struct {
 	// ThreadPerMention opens a thread for each mention in a channel and
 	// answers there.
 	ThreadPerMention bool
+	// CommandPrefix starts the engine's bridge commands ("!" when empty); a
+	// slash command is handed to core as the text typed with it, e.g.
+	// "/agent session name:work" as "!session work".
+	CommandPrefix string
+	// SlashCommands registers the /agent slash command when Run connects:
+	// in each guild of SlashGuilds (shown at once), or globally when the
+	// list is empty. A failure is logged, never fatal. /agent interactions
+	// are answered either way, since an earlier run may have registered it.
+	SlashCommands bool
+	// SlashGuilds are the guild ids to register /agent in.
+	SlashGuilds []string
 }
 
 // Adapter is the Discord core.Platform. Create it with New.
@@ -216,6 +227,9 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	in := newInbound(ctx, a, h)
 	defer in.wait()
 	disconnected := make(chan struct{}, 1)
+	// READY names the application; the first one starts the slash command
+	// registration (once per Run: a re-identify needs none).
+	ready := make(chan string, 1)
 	remove := []func(){
 		a.sess.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
 			select {
@@ -224,10 +238,18 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			}
 		}),
 		a.sess.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+			app := me.ID // the application id of bots created since 2016
 			if r.User != nil {
 				a.mu.Lock()
 				a.botID = r.User.ID
 				a.mu.Unlock()
+			}
+			if r.Application != nil && r.Application.ID != "" {
+				app = r.Application.ID
+			}
+			select {
+			case ready <- app:
+			default:
 			}
 		}),
 		a.sess.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { in.message(m.Message) }),
@@ -240,6 +262,17 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	}()
 	stopAbort := context.AfterFunc(ctx, a.abortDial)
 	defer stopAbort()
+	if a.opts.SlashCommands {
+		var reg sync.WaitGroup
+		defer reg.Wait()
+		reg.Go(func() {
+			select {
+			case app := <-ready:
+				a.registerCommands(ctx, app)
+			case <-ctx.Done():
+			}
+		})
+	}
 
 	backoff := time.Second
 	for {

@@ -29,15 +29,22 @@ var (
 type recorder struct {
 	msgs    chan core.Message
 	actions chan core.Action
-	// onAction, if set, runs inside HandleAction (to observe ordering).
-	onAction func(core.Action)
+	// onAction and onMessage, if set, run inside HandleAction and
+	// HandleMessage (to observe ordering).
+	onAction  func(core.Action)
+	onMessage func(core.Message)
 }
 
 func newRecorder() *recorder {
 	return &recorder{msgs: make(chan core.Message, 64), actions: make(chan core.Action, 64)}
 }
 
-func (r *recorder) HandleMessage(ctx context.Context, m core.Message) { r.msgs <- m }
+func (r *recorder) HandleMessage(ctx context.Context, m core.Message) {
+	if r.onMessage != nil {
+		r.onMessage(m)
+	}
+	r.msgs <- m
+}
 func (r *recorder) HandleAction(ctx context.Context, a core.Action) {
 	if r.onAction != nil {
 		r.onAction(a)

@@ -68,9 +68,17 @@ func (in *inbound) work(channel string) {
 }
 
 // interaction acknowledges a button press within Discord's 3 s (a deferred
-// update: the prompt is edited once core decides) and hands it to core.
+// update: the prompt is edited once core decides) and hands it to core;
+// slash commands go to slashCommand.
 func (in *inbound) interaction(i *discordgo.Interaction) {
-	if i == nil || i.Type != discordgo.InteractionMessageComponent || in.ctx.Err() != nil {
+	if i == nil || in.ctx.Err() != nil {
+		return
+	}
+	if i.Type == discordgo.InteractionApplicationCommand {
+		in.wg.Go(func() { in.slashCommand(i) })
+		return
+	}
+	if i.Type != discordgo.InteractionMessageComponent {
 		return
 	}
 	in.wg.Go(func() {

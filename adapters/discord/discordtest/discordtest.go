@@ -3,7 +3,10 @@
 // bridge uses (gateway discovery, users/@me, channels, messages, typing,
 // threads, interaction callbacks and follow-ups, attachments) and a gateway
 // WebSocket (hello, identify, ready, heartbeat acks, dispatches, resume with
-// replay, op 7 reconnect, close codes). It enforces per-channel rate-limit
+// replay, op 7 reconnect, close codes). It also takes application command
+// registrations (bulk overwrites, globally and per guild) and keeps the
+// state of each interaction's response, so slash commands can be tested
+// like a user sees them. It enforces per-channel rate-limit
 // buckets like Discord, records every call, and keeps the current content
 // of every message, so tests can drive the real discordgo library against
 // it and assert on what a user would see.
@@ -95,6 +98,30 @@ type Server struct {
 	events    []gwEvent // every dispatch of the session, for resume replay
 	conn      *gwConn
 	closeNext int // close code for the next identify/resume, 0 = none
+
+	// Application commands and interactions.
+	commands  map[string]json.RawMessage // guild ("" = global) → last bulk overwrite body
+	refused   map[string]bool            // guilds whose registration answers 403
+	responses map[string]*Response       // interaction token → its response
+	expired   map[string]bool            // interaction tokens Discord no longer accepts
+}
+
+// Response is the state of an interaction's response as the invoking user
+// sees it.
+type Response struct {
+	// Type is the callback type (4 message, 5 deferred message, 6 deferred
+	// update, …); 0 before the callback.
+	Type int
+	// Flags are the callback's message flags; 64 is ephemeral.
+	Flags int
+	// Content is the response message's text, after edits; "" while the
+	// user sees "thinking…".
+	Content string
+	// AllowedMentions is the allowed_mentions object as last sent.
+	AllowedMentions json.RawMessage
+	Edits           int
+	// MessageID is the response message's id.
+	MessageID string
 }
 
 type gwEvent struct {
@@ -132,6 +159,10 @@ func NewServer(token string) *Server {
 		forced:            map[string][]float64{},
 		changed:           make(chan struct{}),
 		nextID:            1000,
+		commands:          map[string]json.RawMessage{},
+		refused:           map[string]bool{},
+		responses:         map[string]*Response{},
+		expired:           map[string]bool{},
 	}
 	s.srv = httptest.NewServer(s.routes())
 	s.URL = s.srv.URL
@@ -200,6 +231,45 @@ func (s *Server) AddFile(path string, data []byte) string {
 	defer s.mu.Unlock()
 	s.files[path] = data
 	return "https://cdn.discordapp.com" + path + "?ex=1&is=2&hm=3"
+}
+
+// Registered returns the body of the last application command bulk
+// overwrite for guild ("" for the global commands) and whether there was
+// one.
+func (s *Server) Registered(guild string) (json.RawMessage, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.commands[guild]
+	return b, ok
+}
+
+// RefuseGuild makes registering commands in guild fail with 403 Missing
+// Access, as Discord answers when the bot is not in the guild or lacks the
+// applications.commands scope.
+func (s *Server) RefuseGuild(guild string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refused[guild] = true
+}
+
+// ExpireInteraction makes Discord refuse the interaction token: callbacks
+// answer 404 Unknown interaction, follow-ups and edits 404 Unknown Webhook.
+func (s *Server) ExpireInteraction(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expired[token] = true
+}
+
+// Interaction returns the response state of the interaction with token,
+// and whether it was answered at all.
+func (s *Server) Interaction(token string) (Response, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.responses[token]
+	if !ok {
+		return Response{}, false
+	}
+	return *r, true
 }
 
 // Calls returns every recorded REST call.
@@ -451,14 +521,94 @@ func (s *Server) routes() http.Handler {
 		s.mu.Unlock()
 		writeJSON(w, 201, c)
 	})
+	register := func(w http.ResponseWriter, r *http.Request) {
+		guild := r.PathValue("gid")
+		body := requestBody(r)
+		var cmds []map[string]any
+		if err := json.Unmarshal([]byte(body), &cmds); err != nil {
+			writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
+			return
+		}
+		s.mu.Lock()
+		if s.refused[guild] {
+			s.mu.Unlock()
+			writeJSON(w, 403, map[string]any{"message": "Missing Access", "code": 50001})
+			return
+		}
+		s.commands[guild] = json.RawMessage(body)
+		for _, c := range cmds {
+			c["id"], c["application_id"], c["version"] = s.newID(), r.PathValue("app"), "1"
+			if guild != "" {
+				c["guild_id"] = guild
+			}
+		}
+		s.changedLocked()
+		s.mu.Unlock()
+		writeJSON(w, 200, cmds)
+	}
+	mux.HandleFunc("PUT /api/v9/applications/{app}/commands", register)
+	mux.HandleFunc("PUT /api/v9/applications/{app}/guilds/{gid}/commands", register)
 	mux.HandleFunc("POST /api/v9/interactions/{iid}/{tok}/callback", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Type int `json:"type"`
+			Data struct {
+				Content         string          `json:"content"`
+				Flags           int             `json:"flags"`
+				AllowedMentions json.RawMessage `json:"allowed_mentions"`
+			} `json:"data"`
+		}
+		json.Unmarshal([]byte(requestBody(r)), &body)
+		tok := r.PathValue("tok")
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.expired[tok] {
+			writeJSON(w, 404, map[string]any{"message": "Unknown interaction", "code": 10062})
+			return
+		}
+		if _, answered := s.responses[tok]; answered {
+			writeJSON(w, 400, map[string]any{"message": "Interaction has already been acknowledged.", "code": 40060})
+			return
+		}
+		s.responses[tok] = &Response{MessageID: s.newID(), Type: body.Type, Flags: body.Data.Flags, Content: body.Data.Content, AllowedMentions: body.Data.AllowedMentions}
+		s.changedLocked()
 		w.WriteHeader(204)
 	})
 	mux.HandleFunc("POST /api/v9/webhooks/{app}/{tok}", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
+		if s.expired[r.PathValue("tok")] {
+			s.mu.Unlock()
+			writeJSON(w, 404, map[string]any{"message": "Unknown Webhook", "code": 10015})
+			return
+		}
 		id := s.newID()
 		s.mu.Unlock()
 		writeJSON(w, 200, map[string]any{"id": id, "channel_id": "followup"})
+	})
+	mux.HandleFunc("PATCH /api/v9/webhooks/{app}/{tok}/messages/{mid}", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Content         *string         `json:"content"`
+			AllowedMentions json.RawMessage `json:"allowed_mentions"`
+		}
+		json.Unmarshal([]byte(requestBody(r)), &body)
+		tok := r.PathValue("tok")
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		resp := s.responses[tok]
+		if s.expired[tok] || resp == nil || r.PathValue("mid") != "@original" {
+			writeJSON(w, 404, map[string]any{"message": "Unknown Webhook", "code": 10015})
+			return
+		}
+		if body.Content != nil {
+			if utf16Len(*body.Content) > 2000 {
+				writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
+				return
+			}
+			resp.Content = *body.Content
+		}
+		resp.AllowedMentions = body.AllowedMentions
+		resp.Edits++
+		s.changedLocked()
+		writeJSON(w, 200, map[string]any{"id": resp.MessageID, "content": resp.Content, "flags": resp.Flags})
 	})
 	mux.HandleFunc("GET /attachments/", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -758,6 +908,26 @@ func WithAttachment(d map[string]any, id, name, url, contentType string, size in
 	atts, _ := d["attachments"].([]any)
 	d["attachments"] = append(atts, map[string]any{"id": id, "filename": name, "url": url,
 		"proxy_url": url, "size": size, "content_type": contentType})
+	return d
+}
+
+// SlashCommand builds an INTERACTION_CREATE payload for "/agent sub" typed
+// in channel (guild "" makes it a DM); arg, when not empty, is the
+// subcommand's "name" option.
+func SlashCommand(id, token, channel, guild string, from User, sub, arg string) map[string]any {
+	opt := map[string]any{"type": 1, "name": sub}
+	if arg != "" {
+		opt["options"] = []any{map[string]any{"type": 3, "name": "name", "value": arg}}
+	}
+	d := map[string]any{"id": id, "application_id": AppID, "type": 2, "token": token, "version": 1,
+		"channel_id": channel,
+		"data":       map[string]any{"id": "900000000000000003", "name": "agent", "type": 1, "options": []any{opt}}}
+	if guild != "" {
+		d["guild_id"] = guild
+		d["member"] = map[string]any{"user": from.json(), "nick": from.Name}
+	} else {
+		d["user"] = from.json()
+	}
 	return d
 }
 

@@ -1,0 +1,282 @@
+package discord
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	discordgo "github.com/bwmarrin/discordgo"
+
+	"github.com/agentbridge/agentbridge/core"
+)
+
+// SlashCommand is the name of the application command the adapter
+// registers: "/agent status", "/agent session name:work", …
+const SlashCommand = "agent"
+
+// defaultPrefix is Discord's command_prefix default in the config.
+const defaultPrefix = "!"
+
+// subcommand is one bridge command offered as a subcommand of /agent.
+type subcommand struct {
+	name, description string
+	// arg names the optional string option carrying the command's
+	// argument; "" for none.
+	arg, argDescription string
+}
+
+// subcommands mirror the engine's bridge commands, in its help order.
+var subcommands = []subcommand{
+	{name: "new", description: "Start a fresh agent session in this conversation"},
+	{name: "stop", description: "Stop the running turn and cancel queued messages"},
+	{name: "status", description: "Show the running turn, the queue and the session"},
+	{name: "session", description: "Show the active session, or switch to (or create) the named one",
+		arg: "name", argDescription: "Session name: letters, digits, '.', '_' or '-'"},
+	{name: "sessions", description: "List this conversation's sessions"},
+	{name: "help", description: "Show the bridge's commands"},
+	{name: "whoami", description: "Show your Discord user id, for the operator's allow list"},
+}
+
+// applicationCommands is the body of the bulk overwrite: one /agent
+// command with a subcommand per bridge command. global adds the contexts
+// (servers and DMs with the bot) that only global commands take.
+func applicationCommands(global bool) []*discordgo.ApplicationCommand {
+	cmd := &discordgo.ApplicationCommand{
+		Name:        SlashCommand,
+		Type:        discordgo.ChatApplicationCommand,
+		Description: "Control the agent bridge in this conversation",
+	}
+	if global {
+		cmd.Contexts = &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild, discordgo.InteractionContextBotDM}
+	}
+	one := 1
+	for _, sc := range subcommands {
+		opt := &discordgo.ApplicationCommandOption{
+			Type:        discordgo.ApplicationCommandOptionSubCommand,
+			Name:        sc.name,
+			Description: sc.description,
+		}
+		if sc.arg != "" {
+			opt.Options = []*discordgo.ApplicationCommandOption{{
+				Type:        discordgo.ApplicationCommandOptionString,
+				Name:        sc.arg,
+				Description: sc.argDescription,
+				MinLength:   &one,
+				MaxLength:   64,
+			}}
+		}
+		cmd.Options = append(cmd.Options, opt)
+	}
+	return []*discordgo.ApplicationCommand{cmd}
+}
+
+// registerCommands overwrites the application's /agent command in every
+// configured guild (instant), or globally when none is configured (Discord
+// may take a while to show it everywhere). Failures are logged: slash
+// commands are a convenience, typed commands keep working.
+func (a *Adapter) registerCommands(ctx context.Context, appID string) {
+	guilds := a.opts.SlashGuilds
+	if len(guilds) == 0 {
+		guilds = []string{""}
+	}
+	for _, g := range guilds {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := a.sess.ApplicationCommandBulkOverwrite(appID, g, applicationCommands(g == ""),
+			discordgo.WithContext(rctx), discordgo.WithRetryOnRatelimit(false))
+		cancel()
+		where := "globally"
+		if g != "" {
+			where = "in guild " + g
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			a.log.Warn("discord: registering the /"+SlashCommand+" slash command failed; typed commands still work",
+				"where", where, "err", a.translate("register commands", err))
+			continue
+		}
+		a.log.Info("discord: registered the /"+SlashCommand+" slash command", "where", where)
+	}
+}
+
+// private reports whether a slash command's answer is shown to the invoker
+// only: what concerns just them (whoami, help) or only reads state. Commands
+// that change the shared conversation (new, stop, switching sessions) are
+// answered in public, like their typed form.
+func private(cmd, arg string) bool {
+	switch cmd {
+	case "new", "stop":
+		return false
+	case "session":
+		return arg == ""
+	}
+	return true
+}
+
+// slashReply is the deferred response of one slash command. The first
+// notice the engine sends to the command's conversation while handling it
+// becomes that response; anything else is posted normally.
+type slashReply struct {
+	i    *discordgo.Interaction
+	conv core.ConversationKey
+
+	mu   sync.Mutex
+	used bool
+}
+
+// take claims the response once.
+func (r *slashReply) take() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.used {
+		return false
+	}
+	r.used = true
+	return true
+}
+
+type slashKey struct{}
+
+// slashFrom returns the deferred slash response that a Send with ctx to
+// conv may fill, if any.
+func slashFrom(ctx context.Context, conv core.ConversationKey, p core.Post) *slashReply {
+	r, _ := ctx.Value(slashKey{}).(*slashReply)
+	if r == nil || r.conv != conv || len(p.Buttons) > 0 {
+		return nil
+	}
+	return r
+}
+
+// respond fills the deferred response with p, reporting false (so Send
+// posts in the channel instead) when Discord refuses, e.g. after the
+// interaction token's 15 minutes.
+func (a *Adapter) respond(ctx context.Context, r *slashReply, p core.Post) (core.MessageRef, bool) {
+	text := content(p)
+	m, err := a.sess.InteractionResponseEdit(r.i, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()},
+		discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+	if err != nil {
+		a.log.Warn("discord: answering a slash command failed; posting in the channel", "conv", r.conv, "err", a.translate("edit interaction response", err))
+		return core.MessageRef{}, false
+	}
+	id := "@original"
+	if m != nil && m.ID != "" {
+		id = m.ID
+	}
+	return core.MessageRef{Conv: r.conv, ID: id}, true
+}
+
+// slashCommand answers an /agent interaction within Discord's 3 s with a
+// deferred response, hands the command to core as the text a user would
+// type ("!session work"), and makes the engine's first notice the
+// response. Access stays core's decision: a stranger's command gets
+// core's refusal in the same place.
+func (in *inbound) slashCommand(i *discordgo.Interaction) {
+	a := in.a
+	data := i.ApplicationCommandData()
+	user := i.User
+	if i.Member != nil && i.Member.User != nil {
+		user = i.Member.User
+	}
+	if user == nil {
+		return
+	}
+	cmd, arg, known := slashText(data)
+	actx, cancel := context.WithTimeout(in.ctx, 3*time.Second)
+	defer cancel()
+	if !known {
+		// Only an outdated registration sends these; say so instead of
+		// leaving "The application did not respond".
+		err := a.sess.InteractionRespond(i, &discordgo.InteractionResponse{
+			Type: discordgo.InteractionResponseChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Content: "This command is not known to the bridge any more.",
+				Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()},
+		}, discordgo.WithContext(actx), discordgo.WithRetryOnRatelimit(false))
+		if err != nil {
+			a.log.Warn("discord: answering an unknown slash command failed", "err", a.scrub(err))
+		}
+		return
+	}
+	var flags discordgo.MessageFlags
+	if private(cmd, arg) {
+		flags = discordgo.MessageFlagsEphemeral
+	}
+	err := a.sess.InteractionRespond(i, &discordgo.InteractionResponse{
+		Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Flags: flags},
+	}, discordgo.WithContext(actx), discordgo.WithRetryOnRatelimit(false))
+	cancel()
+
+	conv := core.ConversationKey{Platform: Name, Channel: i.ChannelID}
+	if i.GuildID != "" {
+		conv = a.conv(in.ctx, i.GuildID, i.ChannelID)
+	}
+	text := a.prefix() + cmd
+	if arg != "" {
+		text += " " + arg
+	}
+	msg := core.Message{
+		Conv: conv,
+		ID:   i.ID, // interaction ids are snowflakes, unique like message ids
+		From: core.User{ID: user.ID, Name: displayName(user, i.Member)},
+		Text: text,
+		Time: time.Now(),
+	}
+	if err != nil {
+		// Without an acknowledged interaction the token is useless: the
+		// engine's answer goes to the channel as a normal message.
+		a.log.Warn("discord: acknowledging a slash command failed; answering in the channel", "err", a.scrub(err))
+		in.h.HandleMessage(in.ctx, msg)
+		return
+	}
+	r := &slashReply{i: i, conv: conv}
+	in.h.HandleMessage(context.WithValue(in.ctx, slashKey{}, r), msg)
+	if !r.take() {
+		return
+	}
+	// The engine answers later (a command that waits for the running
+	// turn) or not at all (stop lets the turn say "Stopped."): replace
+	// "thinking…" with where the answer will be.
+	ctx, cancel2 := context.WithTimeout(context.WithoutCancel(in.ctx), 10*time.Second)
+	defer cancel2()
+	ack := "Sent " + escapePlain(text) + " to the bridge; its answer follows in this channel."
+	if _, err := a.sess.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &ack, AllowedMentions: noMentions()},
+		discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false)); err != nil {
+		a.log.Warn("discord: acknowledging a slash command failed", "conv", conv, "err", a.translate("edit interaction response", err))
+	}
+}
+
+// slashText reads "/agent SUB [name:ARG]" from an interaction: the bridge
+// command and its argument, or false for any other command.
+func slashText(d discordgo.ApplicationCommandInteractionData) (cmd, arg string, ok bool) {
+	if d.Name != SlashCommand || len(d.Options) != 1 || d.Options[0] == nil {
+		return "", "", false
+	}
+	sub := d.Options[0]
+	for _, sc := range subcommands {
+		if sc.name != sub.Name {
+			continue
+		}
+		if sc.arg != "" {
+			for _, o := range sub.Options {
+				if o != nil && o.Name == sc.arg {
+					if s, isString := o.Value.(string); isString {
+						// Whitespace collapsed: a newline must not smuggle a
+						// second line into the command text.
+						arg = strings.Join(strings.Fields(s), " ")
+					}
+				}
+			}
+		}
+		return sc.name, arg, true
+	}
+	return "", "", false
+}
+
+func (a *Adapter) prefix() string {
+	if a.opts.CommandPrefix == "" {
+		return defaultPrefix
+	}
+	return a.opts.CommandPrefix
+}
