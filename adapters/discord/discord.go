@@ -263,13 +263,16 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	stopAbort := context.AfterFunc(ctx, a.abortDial)
 	defer stopAbort()
 	if a.opts.SlashCommands {
+		// Ends with Run, also when a fatal close comes before READY.
+		regCtx, stopReg := context.WithCancel(ctx)
 		var reg sync.WaitGroup
 		defer reg.Wait()
+		defer stopReg()
 		reg.Go(func() {
 			select {
 			case app := <-ready:
-				a.registerCommands(ctx, app)
-			case <-ctx.Done():
+				a.registerCommands(regCtx, app)
+			case <-regCtx.Done():
 			}
 		})
 	}

@@ -368,9 +368,8 @@ func (a *Adapter) translate(op string, err error) error {
 		}
 		return fmt.Errorf("discord: %s: %s", op, detail)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("discord: %s: %w", op, err)
-	}
+	// scrub keeps context errors matchable; their text may name a URL
+	// with an interaction token.
 	return fmt.Errorf("discord: %s: %w", op, a.scrub(err))
 }
 

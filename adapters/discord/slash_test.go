@@ -3,7 +3,9 @@ package discord
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -292,5 +294,19 @@ func TestSlashCommandsThroughEngine(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "acknowledging a slash command failed") {
 		t.Error("the failed acknowledgement was not logged")
+	}
+}
+
+// TestTranslateCancelledKeepsTokensOut: a request cancelled mid-flight
+// names its URL, which for interaction routes carries the token.
+func TestTranslateCancelledKeepsTokensOut(t *testing.T) {
+	a, err := New(Options{Token: testToken}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &url.Error{Op: "Patch", URL: "https://discord.com/api/v9/webhooks/1/itok-cancelled/messages/@original", Err: context.Canceled}
+	got := a.translate("edit interaction response", in)
+	if !errors.Is(got, context.Canceled) || strings.Contains(got.Error(), "itok-cancelled") {
+		t.Errorf("translate = %v; want context.Canceled without the token", got)
 	}
 }

@@ -243,3 +243,43 @@ func TestServeDiscordReportsDisallowedIntent(t *testing.T) {
 		t.Errorf("the log does not say the adapter stays stopped:\n%s", stderr.String())
 	}
 }
+
+// TestServeDiscordSlashCommands: serve registers /agent in the configured
+// guild, and a slash command is answered by the engine through the
+// interaction's response, refusals included.
+func TestServeDiscordSlashCommands(t *testing.T) {
+	t.Setenv("AGENTBRIDGE_TEST_DISCORD_TOKEN", discordTestToken)
+	fake := discordtest.NewServer(discordTestToken)
+	defer fake.Close()
+	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
+	stop, stderr := serveDiscord(t, fake, filepath.Join(t.TempDir(), "bridge.db"), "  slash_commands_guilds: [\"G1\"]\n")
+	waitDiscord(t, fake, "/agent registered in G1", func() bool { _, ok := fake.Registered("G1"); return ok })
+	if _, global := fake.Registered(""); global {
+		t.Error("registered globally although slash_commands_guilds names a guild")
+	}
+	for _, tc := range []struct {
+		id, token string
+		from      discordtest.User
+		want      string
+	}{
+		{"I1", "itok-serve-alice", discordAlice, "Idle: no turn is running."},
+		{"I2", "itok-serve-bob", discordBob, "not allowed"},
+	} {
+		fake.Dispatch("INTERACTION_CREATE", discordtest.SlashCommand(tc.id, tc.token, "C1", "G1", tc.from, "status", ""))
+		waitDiscord(t, fake, tc.want+" in the response", func() bool {
+			r, _ := fake.Interaction(tc.token)
+			return strings.Contains(r.Content, tc.want)
+		})
+		if r, _ := fake.Interaction(tc.token); r.Type != 5 || r.Flags&64 == 0 {
+			t.Errorf("%s: response %+v, want a deferred ephemeral message", tc.id, r)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("serve = %v", err)
+	}
+	for _, secret := range []string{discordTestToken, "itok-serve"} {
+		if strings.Contains(stderr.String(), secret) {
+			t.Errorf("%q appeared in serve's logs:\n%s", secret, stderr.String())
+		}
+	}
+}
