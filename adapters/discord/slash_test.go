@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	discordgo "github.com/bwmarrin/discordgo"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge/adapters/discord/discordtest"
@@ -309,4 +310,28 @@ func TestTranslateCancelledKeepsTokensOut(t *testing.T) {
 	if !errors.Is(got, context.Canceled) || strings.Contains(got.Error(), "itok-cancelled") {
 		t.Errorf("translate = %v; want context.Canceled without the token", got)
 	}
+}
+
+// FuzzSlashText: whatever a user types into the options, the command text
+// is one line naming a bridge command.
+func FuzzSlashText(f *testing.F) {
+	for _, s := range [][2]string{{"session", "work"}, {"session", "a\n!new"}, {"status", ""}, {"bogus", "x"}, {"session", " \t"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, sub, arg string) {
+		d := discordgo.ApplicationCommandInteractionData{Name: SlashCommand, Options: []*discordgo.ApplicationCommandInteractionDataOption{{
+			Name: sub, Type: discordgo.ApplicationCommandOptionSubCommand,
+			Options: []*discordgo.ApplicationCommandInteractionDataOption{{Name: "name", Type: discordgo.ApplicationCommandOptionString, Value: arg}},
+		}}}
+		cmd, got, ok := slashText(d)
+		if !ok {
+			return
+		}
+		if cmd != sub || strings.ContainsAny(got, "\n\r") || got != strings.TrimSpace(got) {
+			t.Fatalf("slashText(%q, %q) = %q, %q", sub, arg, cmd, got)
+		}
+		if cmd != "session" && got != "" {
+			t.Fatalf("%s took an argument %q", cmd, got)
+		}
+	})
 }
