@@ -89,9 +89,11 @@ type Adapter struct {
 	botID    string
 
 	// conn is the gateway's current TCP connection, closed to abort a
-	// blocking Open when Run's context ends.
-	connMu sync.Mutex
-	conn   net.Conn
+	// blocking Open when Run's context ends; once aborted, dial refuses new
+	// connections, so an Open that starts after the abort cannot block.
+	connMu  sync.Mutex
+	conn    net.Conn
+	aborted bool
 }
 
 var (
@@ -260,6 +262,9 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			f()
 		}
 	}()
+	a.connMu.Lock()
+	a.aborted = false // a supervisor may Run the adapter again
+	a.connMu.Unlock()
 	stopAbort := context.AfterFunc(ctx, a.abortDial)
 	defer stopAbort()
 	if a.opts.SlashCommands {
@@ -339,14 +344,20 @@ func (a *Adapter) dial(ctx context.Context, network, addr string) (net.Conn, err
 		return nil, err
 	}
 	a.connMu.Lock()
+	defer a.connMu.Unlock()
+	if a.aborted {
+		c.Close()
+		return nil, errors.New("discord: dial gateway: run stopped")
+	}
 	a.conn = c
-	a.connMu.Unlock()
 	return c, nil
 }
 
+// abortDial closes the gateway connection and refuses further dials.
 func (a *Adapter) abortDial() {
 	a.connMu.Lock()
 	defer a.connMu.Unlock()
+	a.aborted = true
 	if a.conn != nil {
 		a.conn.Close()
 	}

@@ -441,6 +441,21 @@ func TestReconnectResumes(t *testing.T) {
 	}
 }
 
+// TestRunStopsWhileOpenBlocks cancels Run while discordgo's Open, which
+// takes no context, waits for a hello that never comes: closing the
+// gateway connection must end it (the harness fails if Run does not return).
+func TestRunStopsWhileOpenBlocks(t *testing.T) {
+	h := start(t, Options{}, func(f *discordtest.Server) { f.StallHandshakes(true) })
+	waitFor(t, h.fake, "a stalled gateway handshake", func() bool { return h.fake.Stalled() >= 1 })
+	h.stop()
+	select {
+	case err := <-h.done:
+		h.done <- err // for the harness's cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel while Open was blocked")
+	}
+}
+
 func TestFatalCloses(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

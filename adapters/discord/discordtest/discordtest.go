@@ -97,7 +97,9 @@ type Server struct {
 	seq       int
 	events    []gwEvent // every dispatch of the session, for resume replay
 	conn      *gwConn
-	closeNext int // close code for the next identify/resume, 0 = none
+	closeNext int  // close code for the next identify/resume, 0 = none
+	stall     bool // accept gateway connections but never say hello
+	stalled   int  // connections held that way
 
 	// Application commands and interactions.
 	commands  map[string]json.RawMessage // guild ("" = global) → last bulk overwrite body
@@ -418,6 +420,22 @@ func (s *Server) CloseGateway(code int) {
 		c.wmu.Unlock()
 		c.ws.Close()
 	}
+}
+
+// StallHandshakes makes the gateway accept WebSocket connections and then
+// send nothing, not even hello, until the bot closes them: a gateway that
+// hangs mid-handshake.
+func (s *Server) StallHandshakes(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stall = on
+}
+
+// Stalled reports how many gateway connections StallHandshakes has held.
+func (s *Server) Stalled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stalled
 }
 
 // CloseNextHandshake makes the next identify or resume be answered by a
@@ -771,6 +789,16 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.conns++
 	interval := s.heartbeatInterval
+	if s.stall {
+		s.stalled++
+		s.changedLocked()
+		s.mu.Unlock()
+		for { // until the bot (or Close) ends the connection
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}
 	s.mu.Unlock()
 	if c.write(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": interval}}) != nil {
 		return
@@ -827,10 +855,15 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 				"user":               map[string]any{"id": BotID, "username": "bridge", "bot": true},
 				"application":        map[string]any{"id": AppID},
 				"guilds":             []any{}}}
+			// READY goes out before the connection counts as connected (and
+			// under the lock, as on resume), so nothing a test sends once
+			// Connected reports true can overtake it: discordgo's Open reads
+			// the first event holding the session lock, and an op 7 there
+			// deadlocks it (CloseWithCode takes the same lock).
+			c.write(map[string]any{"op": 0, "s": ready.Seq, "t": ready.Type, "d": ready.Data})
 			s.conn = c
 			s.changedLocked()
 			s.mu.Unlock()
-			c.write(map[string]any{"op": 0, "s": ready.Seq, "t": ready.Type, "d": ready.Data})
 		case 6:
 			var res struct {
 				Token     string `json:"token"`
