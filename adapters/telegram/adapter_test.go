@@ -595,3 +595,37 @@ func TestPromptOutcomeEditWaitsForBudget(t *testing.T) {
 		t.Errorf("an edit over budget of a message without buttons was not refused")
 	}
 }
+
+// A Telegram outage while the bridge starts does not stop it: New returns
+// an adapter, and Run identifies the bot once Telegram answers, then polls
+// and hands messages over.
+func TestOutageAtStartIsRetriedByRun(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	outage := telegramtest.Fault{Code: 502, Description: "Bad Gateway"}
+	fake.Fail("getMe", outage, outage)
+	ad, err := telegram.New(t.Context(), telegram.Options{Token: token, APIURL: fake.URL, PollTimeout: time.Second}, nil)
+	if err != nil {
+		t.Fatalf("New during an outage = %v; want an adapter that retries", err)
+	}
+	rec := newRecorder()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- ad.Run(ctx, rec) }()
+	fake.Push(telegramtest.PrivateMessage(1, telegramtest.User(7, "Ann", "ann"), "hello after the outage"))
+	select {
+	case m := <-rec.msgs:
+		if m.Text != "hello after the outage" || m.Conv.Workspace != strconv.Itoa(telegramtest.BotID) {
+			t.Errorf("message = %+v; want the text, keyed by the bot's id", m)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no message after the outage ended")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	if n := len(fake.Calls("getMe")); n < 3 {
+		t.Errorf("getMe calls = %d; want the failed ones retried", n)
+	}
+}

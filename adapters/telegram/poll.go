@@ -32,6 +32,12 @@ const (
 // (409); both are marked core.ErrFatal.
 func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	defer a.flushDrafts()
+	if err := a.identifyUntilDone(ctx); err != nil {
+		return core.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
 	if err := a.setCommands(ctx); err != nil {
 		if errors.Is(err, ErrUnauthorized) {
 			return core.Fatal(err)

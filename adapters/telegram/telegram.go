@@ -9,6 +9,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
 )
 
@@ -171,13 +173,59 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Adapter, error) 
 		hc = &http.Client{}
 	}
 	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), budgets: map[int64]*budget{}, drafts: map[int64]*draft{}, keyboards: map[string]struct{}{}, inbound: map[string]*inboundMsg{}}
-	bot, err := tgbotapi.NewBotAPIWithClient(a.token, opts.APIURL+"/bot%s/%s", ctxClient{ctx: ctx, hc: hc})
-	if err != nil {
-		return nil, a.translate("getMe", err)
+	// Built by hand rather than with NewBotAPIWithClient, whose getMe failure
+	// would leave no adapter: a rejected token is fatal here, but a
+	// Telegram outage at start-up only postpones identification to Run,
+	// which retries, so the other platforms start regardless.
+	a.bot = &tgbotapi.BotAPI{Token: a.token, Client: ctxClient{ctx: ctx, hc: hc}, Buffer: 100}
+	a.bot.SetAPIEndpoint(opts.APIURL + "/bot%s/%s")
+	if err := a.identify(ctx); err != nil {
+		if errors.Is(err, ErrUnauthorized) {
+			return nil, err
+		}
+		log.WarnContext(ctx, "telegram getMe failed; will retry when the adapter runs", "err", err)
 	}
-	a.bot = bot
-	a.self = bot.Self
 	return a, nil
+}
+
+// identify asks Telegram who the bot is (getMe). Run and message handling
+// need the answer: the bot's id names its cursor and conversations, its
+// name finds mentions.
+func (a *Adapter) identify(ctx context.Context) error {
+	resp, err := a.call(ctx, "getMe", nil)
+	if err != nil {
+		return err
+	}
+	var me tgbotapi.User
+	if err := json.Unmarshal(resp.Result, &me); err != nil {
+		return fmt.Errorf("getMe: %w", err)
+	}
+	a.self = me
+	return nil
+}
+
+// identifyUntilDone retries identify with backoff until it succeeds, the
+// token is rejected (returned), or ctx ends (nil).
+func (a *Adapter) identifyUntilDone(ctx context.Context) error {
+	backoff := minBackoff
+	for a.self.ID == 0 {
+		err := a.identify(ctx)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrUnauthorized):
+			return err
+		case ctx.Err() != nil:
+			return nil
+		}
+		wait := pause.Jitter(backoff)
+		a.log.WarnContext(ctx, "telegram getMe failed; retrying", "err", err, "wait", wait)
+		if pause.Sleep(ctx, wait) != nil {
+			return nil
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+	return nil
 }
 
 // Name returns "telegram".
