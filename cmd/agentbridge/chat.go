@@ -107,6 +107,9 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fmt.Fprintf(stdout, "agentbridge chat with %s — sessions are kept in %s\nType /help for commands; Ctrl-D (end of input) quits.\n", who, *storePath)
 
 	runErr := adapter.Run(ctx, h)
+	// Nobody can type an answer any more: deny what is asking instead of
+	// waiting out the permission timeout.
+	eng.DenyPrompts(adapter.Name(), "no one is left to answer (end of input)")
 	// End of input: let the running turn finish (it may still be asking for
 	// permission, which can no longer be answered and times out). Ctrl-C:
 	// stop it now; its reply says so.

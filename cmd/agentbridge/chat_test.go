@@ -233,3 +233,18 @@ func TestChatRefusesBadProfile(t *testing.T) {
 		}
 	}
 }
+
+func TestChatEndOfInputDeniesAPendingPrompt(t *testing.T) {
+	c := startChat(t, t.TempDir())
+	c.say("please write a file")
+	c.waitFor("[A]llow / [D]eny / Allow for this [s]ession", 1)
+	start := time.Now()
+	c.quit() // Ctrl-D while the agent waits for an answer
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("chat took %v to exit; the pending prompt should be denied at once, not time out", d)
+	}
+	out := c.output()
+	if !strings.Contains(out, "end of input") || !strings.Contains(out, "will not write") {
+		t.Errorf("the prompt was not denied for the end of input:\n%s", out)
+	}
+}

@@ -92,6 +92,9 @@ type Engine struct {
 	running   map[core.ConversationKey]*turn // by lane key
 	queued    map[string]*turn               // by turn id, until it starts
 	prompts   map[string]*prompt             // by button token
+	// unanswerable names platforms whose prompts nobody can answer any
+	// more (DenyPrompts), with the reason.
+	unanswerable map[string]string
 }
 
 // New returns an engine persisting through st.
@@ -122,6 +125,8 @@ func New(st core.Store, s *Settings, opts Options) *Engine {
 		running:   map[core.ConversationKey]*turn{},
 		queued:    map[string]*turn{},
 		prompts:   map[string]*prompt{},
+
+		unanswerable: map[string]string{},
 	}
 	e.Reload(s)
 	// Lanes get their own depth check; the lane package's limit is a backstop.

@@ -509,3 +509,19 @@ func TestNoticesAndPromptsSurviveRateLimits(t *testing.T) {
 	h.send(alice, "/help")
 	h.waitText("/whoami — show your user id")
 }
+
+func TestDenyPromptsAnswersWaitingAndLaterRequests(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "perm")
+	h.waitText("Permission needed")
+	h.eng.DenyPrompts("fake", "nobody is here")
+	h.waitText("deny:nobody is here")
+	h.waitText("❌ Denied: nobody is here.")
+	h.idle()
+	// A later request is denied at once, without a prompt.
+	h.send(alice, "perm")
+	h.waitTextN("deny:nobody is here", 2)
+	if n := h.count("Permission needed"); n != 1 {
+		t.Errorf("%d prompts; after DenyPrompts none should be shown", n)
+	}
+}

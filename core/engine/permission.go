@@ -57,6 +57,15 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		return
 	}
 
+	e.mu.Lock()
+	why, unanswerable := e.unanswerable[t.plat.Name()]
+	e.mu.Unlock()
+	if unanswerable {
+		req.Respond(agentproc.Decision{Message: why})
+		e.opts.Observer.Permission(t.plat.Name(), "denied")
+		return
+	}
+
 	lim := t.plat.Limits()
 	token := newToken()
 	text := promptText(req, t.msg.From, lim)
@@ -230,6 +239,32 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 	if err := pr.req.Respond(d); err != nil {
 		e.private(ctx, p, a, "Too late: this request was already closed.")
 		return
+	}
+}
+
+// DenyPrompts denies every permission request waiting for an answer on
+// platform, and every later one, telling the agent why: for when nobody is
+// left to answer, such as the terminal chat reaching the end of its input.
+func (e *Engine) DenyPrompts(platform, why string) {
+	e.mu.Lock()
+	e.unanswerable[platform] = why
+	var waiting []*prompt
+	for _, pr := range e.prompts {
+		if pr.turn.plat.Name() == platform {
+			waiting = append(waiting, pr)
+		}
+	}
+	e.mu.Unlock()
+	for _, pr := range waiting {
+		pr.mu.Lock()
+		claimed := pr.outcome != ""
+		if !claimed {
+			pr.outcome = "❌ Denied: " + why + "."
+		}
+		pr.mu.Unlock()
+		if !claimed {
+			pr.req.Respond(agentproc.Decision{Message: why})
+		}
 	}
 }
 
