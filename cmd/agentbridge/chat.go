@@ -107,17 +107,17 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fmt.Fprintf(stdout, "agentbridge chat with %s — sessions are kept in %s\nType /help for commands; Ctrl-D (end of input) quits.\n", who, *storePath)
 
 	runErr := adapter.Run(ctx, h)
-	// Nobody can type an answer any more: deny what is asking instead of
-	// waiting out the permission timeout.
-	eng.DenyPrompts(adapter.Name(), "no one is left to answer (end of input)")
-	// End of input: let the running turn finish (it may still be asking for
-	// permission, which can no longer be answered and times out). Ctrl-C:
-	// stop it now; its reply says so.
-	wait := prof.Timeout + prof.KillGrace
 	if ctx.Err() != nil {
-		wait = 0
+		// Ctrl-C: stop the running turn now, as an interrupt (D-STOP-1:
+		// 130); its reply says "Stopped.".
+		eng.Interrupt(prof.KillGrace + 5*time.Second)
+		return runErr
 	}
-	drain, cancel := context.WithTimeout(context.Background(), wait)
+	// End of input: nobody can type an answer any more, so permission
+	// requests are denied rather than left to time out; the running turn
+	// may finish.
+	eng.DenyPrompts(adapter.Name(), "no one is left to answer (end of input)")
+	drain, cancel := context.WithTimeout(context.Background(), prof.Timeout+prof.KillGrace)
 	defer cancel()
 	eng.Shutdown(drain, prof.KillGrace+5*time.Second)
 	return runErr

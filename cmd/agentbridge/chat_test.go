@@ -248,3 +248,20 @@ func TestChatEndOfInputDeniesAPendingPrompt(t *testing.T) {
 		t.Errorf("the prompt was not denied for the end of input:\n%s", out)
 	}
 }
+
+func TestChatCtrlCStopsTheRunningTurn(t *testing.T) {
+	c := startChat(t, t.TempDir())
+	c.say("slow")
+	c.waitFor("taking my time", 1)
+	c.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-c.ended:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("chat did not exit after Ctrl-C; output:\n%s", c.output())
+	}
+	c.cmd.Wait()
+	out := c.output()
+	if !strings.Contains(out, "⏹ Stopped.") || strings.Contains(out, "shutting down") {
+		t.Errorf("after Ctrl-C the reply should say it was stopped:\n%s", out)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
 )
 
 // Recover reports turns that a previous run of the bridge left in flight:
@@ -65,6 +66,19 @@ func (e *Engine) Idle(ctx context.Context) error { return e.lanes.Idle(ctx) }
 // at most stopGrace more, for their final edits. Queued messages that never
 // ran are answered. After Shutdown the engine takes no more turns.
 func (e *Engine) Shutdown(ctx context.Context, stopGrace time.Duration) {
+	e.shutdown(ctx, stopGrace, ErrShuttingDown)
+}
+
+// Interrupt is Shutdown for an interactive Ctrl-C: running turns are
+// stopped at once with agentproc.ErrInterrupted (exit 130, "Stopped."),
+// and Interrupt waits at most stopGrace for their final edits.
+func (e *Engine) Interrupt(stopGrace time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e.shutdown(ctx, stopGrace, agentproc.ErrInterrupted)
+}
+
+func (e *Engine) shutdown(ctx context.Context, stopGrace time.Duration, cause error) {
 	e.draining.Store(true)
 	e.lanes.Close()
 	defer e.stop()
@@ -72,8 +86,8 @@ func (e *Engine) Shutdown(ctx context.Context, stopGrace time.Duration) {
 		e.lanes.Wait()
 		return
 	}
-	e.log.Warn("shutdown deadline reached; stopping running turns")
-	dropped := e.lanes.CancelAll(ErrShuttingDown)
+	e.log.Warn("stopping running turns", "cause", cause)
+	dropped := e.lanes.CancelAll(cause)
 	grace, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	e.dropped(grace, dropped, "⏹ Not run: the bridge is shutting down. Please send this again in a minute.")
