@@ -73,7 +73,7 @@ func (a *agent) answer(in intent, msg string) string {
 			return fmt.Sprintf("Nice to meet you, **%s**! I run without a memory directory, though, so I will have forgotten by the next message.\n", name)
 		}
 		return fmt.Sprintf("Nice to meet you, **%s**! I'll remember that for this session.\n\n"+
-			"- Ask me `what is my name?` in a later message.\n"+
+			"- Ask me “what is my name?” in a later message.\n"+
 			"- `/new` starts a fresh session, where I won't know it.\n", name)
 	case intentAskName:
 		if a.sess.Name == "" {
