@@ -235,6 +235,21 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
 		d.fail(n.Line, path, "expected a mapping, got %s", describe(r))
 		return
 	}
+	d.entries(r, path, func(name, p string, k, v *yaml.Node) {
+		j := slices.IndexFunc(fields, func(f field) bool { return f.name == name })
+		if j < 0 {
+			d.fail(k.Line, p, "unknown field%s", suggest(name, fields))
+			return
+		}
+		d.lines[p] = k.Line
+		fields[j].set(v, p)
+	})
+}
+
+// entries calls each for every key of the mapping node r with a usable
+// name, in order, once: keys that are not names, and second settings of a
+// key, are reported instead.
+func (d *decoder) entries(r *yaml.Node, path string, each func(name, p string, k, v *yaml.Node)) {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(r.Content); i += 2 {
 		k, v := r.Content[i], r.Content[i+1]
@@ -248,13 +263,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
 			continue
 		}
 		seen[name] = k.Line
-		j := slices.IndexFunc(fields, func(f field) bool { return f.name == name })
-		if j < 0 {
-			d.fail(k.Line, p, "unknown field%s", suggest(name, fields))
-			continue
-		}
-		d.lines[p] = k.Line
-		fields[j].set(v, p)
+		each(name, p, k, v)
 	}
 }
 
@@ -600,23 +609,11 @@ func (d *decoder) profiles(n *yaml.Node, path string, c *Config) {
 		return
 	}
 	c.Profiles = map[string]string{}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(r.Content); i += 2 {
-		k, v := r.Content[i], r.Content[i+1]
-		name, ok := d.key(k, path)
-		if !ok {
-			continue
-		}
-		p := join(path, name)
-		if first, dup := seen[name]; dup {
-			d.fail(k.Line, p, "set twice (first at line %d)", first)
-			continue
-		}
-		seen[name] = k.Line
+	d.entries(r, path, func(name, p string, k, v *yaml.Node) {
 		d.lines[p] = k.Line
 		if !validName(name) {
 			d.fail(k.Line, p, "a profile name is letters, digits, '.', '_' and '-', starting with a letter or digit")
-			continue
+			return
 		}
 		s, ok := d.stringValue(v, p)
 		if !ok && isNull(resolve(v)) {
@@ -625,7 +622,7 @@ func (d *decoder) profiles(n *yaml.Node, path string, c *Config) {
 		if ok {
 			c.Profiles[name] = s
 		}
-	}
+	})
 }
 
 // routes decodes the route list. References are checked by validate.
