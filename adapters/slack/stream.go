@@ -156,7 +156,7 @@ func (s *stream) deliver(ctx context.Context, full string, end int, stop bool) e
 		}
 		n := chunkLen(rest, maxStreamChunk)
 		last := n == len(rest)
-		text := defuse(rest[:n])
+		text := render.DefuseMentions(rest[:n])
 		if err := s.a.spendStream(s.ref.Conv.Workspace); err != nil {
 			return err
 		}
@@ -260,9 +260,6 @@ func chunkLen(s string, max int) int {
 	return n
 }
 
-// massWords are the words that ping a whole channel after an "@".
-var massWords = [...]string{"channel", "here", "everyone"}
-
 // holdFrom returns where the end of s might be the start of a mention or
 // a mass mention that the next text completes ("<", "@", "@chan"): that
 // tail is held back. It returns len(s) when nothing needs holding.
@@ -270,7 +267,7 @@ func holdFrom(s string) int {
 	cut := len(s)
 	if at := strings.LastIndexByte(s, '@'); at >= 0 {
 		tail := strings.ToLower(s[at+1:])
-		for _, w := range massWords {
+		for _, w := range render.MassMentionWords() {
 			if len(tail) < len(w) && strings.HasPrefix(w, tail) {
 				cut = at
 				break
@@ -283,45 +280,4 @@ func holdFrom(s string) int {
 		cut--
 	}
 	return cut
-}
-
-// wordJoiner is invisible but breaks mention syntax where it is inserted.
-const wordJoiner = "\u2060"
-
-// defuse keeps the agent's Markdown from pinging anyone: a WORD JOINER
-// goes after every "@" that starts @channel, @here or @everyone (any case)
-// and after every "<" that starts Slack's mention syntax (<!channel>,
-// <!here>, <@U…>, <#C…>). core/render does the same for rendered text;
-// streamed Markdown does not pass through the renderer.
-func defuse(s string) string {
-	if !strings.ContainsAny(s, "@<") {
-		return s
-	}
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(s); i++ {
-		hit := false
-		switch s[i] {
-		case '<':
-			hit = i+1 < len(s) && (s[i+1] == '!' || s[i+1] == '@' || s[i+1] == '#')
-		case '@':
-			rest := s[i+1:]
-			for _, w := range massWords {
-				if len(rest) >= len(w) && strings.EqualFold(rest[:len(w)], w) {
-					hit = true
-				}
-			}
-		}
-		if !hit {
-			continue
-		}
-		b.WriteString(s[last : i+1])
-		b.WriteString(wordJoiner)
-		last = i + 1
-	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
 }

@@ -96,6 +96,15 @@ func massAt(s string, i int) bool {
 	return false
 }
 
+// DefuseMentions keeps text that goes to a platform without rendering (an
+// adapter's native stream of raw Markdown) from pinging anyone: a WORD
+// JOINER goes after every "@" that starts @channel, @here or @everyone (any
+// case) and after every "<" that starts Slack or Discord mention syntax.
+func DefuseMentions(s string) string { return defuse(s, true) }
+
+// MassMentionWords are the words that ping a whole channel after an "@".
+func MassMentionWords() []string { return massWords[:] }
+
 // defuse inserts a WORD JOINER after every '@' that starts a mass mention, and, when lt is set
 // (dialects that do not entity-escape '<'), after every '<' that starts a Slack or Discord
 // mention/command (<!channel>, <@U…>, <@&…>, <#…>). The joiner is invisible but breaks the syntax.
