@@ -59,6 +59,19 @@ func (s *syncBuffer) String() string {
 // serveDiscord runs `agentbridge serve` against fake until the returned
 // stop function is called; stop reports serve's result.
 func serveDiscord(t *testing.T, fake *discordtest.Server, store string, extra string) (stop func() error, stderr *syncBuffer) {
+	s := startServeDiscord(t, fake, store, extra)
+	return s.stop, s.stderr
+}
+
+// servedDiscord is one running `agentbridge serve`.
+type servedDiscord struct {
+	t      *testing.T
+	cancel context.CancelFunc
+	done   chan error
+	stderr *syncBuffer
+}
+
+func startServeDiscord(t *testing.T, fake *discordtest.Server, store string, extra string) *servedDiscord {
 	t.Helper()
 	cfg := writeConfig(t, fmt.Sprintf(`store: %s
 profiles: {demo: builtin:demo}
@@ -72,19 +85,27 @@ discord:
   allow_users: ["111"]
 %s`, store, fake.URL, extra))
 	ctx, cancel := context.WithCancel(context.Background())
-	stderr = newSyncBuffer()
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, stderr) }()
-	return func() error {
-		cancel()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(30 * time.Second):
-			t.Fatal("serve did not return after cancel")
-			return nil
-		}
-	}, stderr
+	s := &servedDiscord{t: t, cancel: cancel, done: make(chan error, 1), stderr: newSyncBuffer()}
+	go func() { s.done <- run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, s.stderr) }()
+	t.Cleanup(cancel)
+	return s
+}
+
+// stop cancels serve and returns its result.
+func (s *servedDiscord) stop() error {
+	s.cancel()
+	return s.wait()
+}
+
+// wait returns serve's result once it ends by itself.
+func (s *servedDiscord) wait() error {
+	select {
+	case err := <-s.done:
+		return err
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("serve did not return")
+		return nil
+	}
 }
 
 func waitDiscord(t *testing.T, fake *discordtest.Server, what string, cond func() bool) {
@@ -227,15 +248,14 @@ func TestServeDiscordReportsDisallowedIntent(t *testing.T) {
 	fake := discordtest.NewServer(discordTestToken)
 	defer fake.Close()
 	fake.SetMessageContentAllowed(false)
-	stop, stderr := serveDiscord(t, fake, filepath.Join(t.TempDir(), "bridge.db"), "  message_content: true\n")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if !stderr.waitFor(ctx, "4014") {
-		t.Fatalf("no 4014 in serve's log:\n%s", stderr.String())
+	s := startServeDiscord(t, fake, filepath.Join(t.TempDir(), "bridge.db"), "  message_content: true\n")
+	// The only adapter stopped for good, so serve ends by itself with the
+	// reason (a service manager sees the failure) instead of idling.
+	err := s.wait()
+	stderr := s.stderr
+	if !strings.Contains(stderr.String(), "4014") {
+		t.Errorf("no 4014 in serve's log:\n%s", stderr.String())
 	}
-	// The only adapter stopped for good, so serve ends with the reason
-	// (a service manager sees the failure) instead of idling.
-	err := stop()
 	if err == nil || !strings.Contains(err.Error(), "Message Content Intent") {
 		t.Fatalf("serve = %v; want an error that says how to fix 4014", err)
 	}
