@@ -17,6 +17,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 )
@@ -114,7 +116,7 @@ func run(ctx context.Context, fl flavor, stdin io.Reader, stdout, stderr io.Writ
 	if err != nil {
 		return em.Fail(fmt.Sprintf("%s could not start: %v", cli.Bin, err))
 	}
-	s := &session{fl: fl, turn: turn, em: em, ctl: &ctlWriter{w: p.Stdin}, pending: map[string]json.RawMessage{}, streamed: map[string]bool{}, stderr: stderr}
+	s := &session{fl: fl, turn: turn, em: em, ctl: &ctlWriter{w: p.Stdin}, pending: map[string]json.RawMessage{}, asked: map[string]bool{}, streamed: map[string]bool{}, stderr: stderr}
 	if fl.initReq {
 		s.ctl.send(map[string]any{"type": "control_request", "request_id": "agentbridge_init",
 			"request": map[string]any{"subtype": "initialize", "hooks": nil}})
@@ -188,6 +190,7 @@ type session struct {
 
 	mu      sync.Mutex
 	pending map[string]json.RawMessage // can_use_tool requests sent to the bridge, unanswered: their input
+	asked   map[string]bool            // every request id sent to the bridge this turn
 
 	streamed   map[string]bool // assistant message ids whose text came as deltas
 	anyOutput  bool            // an output partial was written
@@ -400,11 +403,45 @@ func (s *session) controlRequest(id string, req *controlRequest) {
 	case req.ToolName == "AskUserQuestion":
 		deny("AskUserQuestion is not available through agentbridge; ask in your reply instead")
 		return
+	case req.ToolName == "" || !validRequestID(id):
+		// The bridge rejects such a request (F-PERM-1) and cannot even deny
+		// an id it does not accept, which would leave claude waiting.
+		fmt.Fprintf(s.stderr, "shim %s: denied a malformed can_use_tool request %q (tool %q)\n", s.fl.name, id, req.ToolName)
+		deny("agentbridge cannot ask about a tool request without a tool name or with a request id it cannot pass on")
+		return
 	}
 	s.mu.Lock()
-	s.pending[id] = req.Input
+	reused := s.asked[id]
+	s.asked[id] = true
+	if reused {
+		// The bridge ignores a reused id (F-PERM-1: unique), which would
+		// leave claude waiting: answer it here, and drop the earlier
+		// request so claude gets one answer for the id.
+		delete(s.pending, id)
+	} else {
+		s.pending[id] = req.Input
+	}
 	s.mu.Unlock()
+	if reused {
+		fmt.Fprintf(s.stderr, "shim %s: denied a can_use_tool request reusing id %q\n", s.fl.name, id)
+		deny("agentbridge cannot ask twice under one request id")
+		return
+	}
 	_ = s.em.PermissionRequest(id, req.ToolName, req.Input, req.Description, req.ToolUseID)
+}
+
+// validRequestID reports whether the bridge accepts id as a permission
+// request id (F-PERM-1): non-empty, without spaces or control characters.
+func validRequestID(id string) bool {
+	if id == "" || !utf8.ValidString(id) {
+		return false
+	}
+	for _, r := range id {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func controlResponse(id string, resp map[string]any) map[string]any {

@@ -152,6 +152,19 @@ func TestReplayClaude(t *testing.T) {
 			argv: argv(claudeBase),
 		},
 		{
+			name:    "malformed and reused can_use_tool requests denied by the shim (F-PERM-1)",
+			script:  "permission_malformed.txt",
+			turn:    ev{"message": "touch it", "permission": true},
+			respond: allow,
+			want: []ev{
+				{"type": "permission_request", "request_id": "r-ok", "tool_name": "Bash", "input": ev{"command": "true"}, "tool_use_id": "toolu_ok", "session_id": sid},
+				{"type": "partial", "text": "Ran it once.", "session_id": sid},
+				{"type": "result", "text": "Ran it once.", "session_id": sid, "usage": ev{"input_tokens": 10.0, "output_tokens": 6.0, "total_tokens": 16.0,
+					"duration_ms": 257.0, "cost_usd": 0.0001}},
+			},
+			argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
+		},
+		{
 			name:   "sub-agent events are not streamed",
 			script: "subagent.txt",
 			turn:   ev{"message": "research it"},
