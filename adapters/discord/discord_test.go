@@ -57,7 +57,7 @@ func (r *recorder) nextMessage(t *testing.T) core.Message {
 	select {
 	case m := <-r.msgs:
 		return m
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("no message delivered")
 	}
 	return core.Message{}
@@ -116,7 +116,7 @@ func start(t *testing.T, opts Options, setup func(*discordtest.Server)) *harness
 			if err != nil {
 				t.Errorf("Run after cancel = %v, want nil", err)
 			}
-		case <-time.After(15 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Error("Run did not return after cancel")
 		}
 		fake.Close()
@@ -130,7 +130,7 @@ func start(t *testing.T, opts Options, setup func(*discordtest.Server)) *harness
 // connected waits for the gateway to be ready.
 func (h *harness) connected(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if !h.fake.Wait(ctx, h.fake.Connected) {
 		t.Fatal("adapter never connected to the gateway")
@@ -139,7 +139,7 @@ func (h *harness) connected(t *testing.T) {
 
 func waitFor(t *testing.T, f *discordtest.Server, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if !f.Wait(ctx, cond) {
 		t.Fatalf("timed out waiting for %s", what)
@@ -395,7 +395,7 @@ func TestButtonPressAckedFirst(t *testing.T) {
 	var a core.Action
 	select {
 	case a = <-h.rec.actions:
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("no action delivered")
 	}
 	if !<-ackedBefore {
@@ -451,7 +451,7 @@ func TestRunStopsWhileOpenBlocks(t *testing.T) {
 	select {
 	case err := <-h.done:
 		h.done <- err // for the harness's cleanup
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("Run did not return after cancel while Open was blocked")
 	}
 }
@@ -476,7 +476,7 @@ func TestFatalCloses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			err = a.Run(ctx, newRecorder())
 			var fe *FatalError
@@ -497,7 +497,7 @@ func TestFatalCloseWhileConnected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, newRecorder()) }()

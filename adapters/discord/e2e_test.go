@@ -74,7 +74,7 @@ func TestEngineStreamsLongAnswer(t *testing.T) {
 	waitFor(t, fake, "the full answer", func() bool {
 		return strings.Contains(strings.Join(fake.Contents("C1"), ""), "The end.")
 	})
-	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer wcancel()
 	t.Log("full answer at", time.Now().Format("05.000"))
 	if err := eng.Idle(wctx); err != nil {

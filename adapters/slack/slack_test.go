@@ -54,7 +54,7 @@ func (r *recorder) HandleAction(ctx context.Context, a core.Action) {
 // wait blocks until cond holds for the recorded events.
 func (r *recorder) wait(t *testing.T, what string, cond func(msgs []core.Message, acts []core.Action) bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	for {
 		r.mu.Lock()
@@ -159,7 +159,7 @@ func start(t *testing.T, fake *slacktest.Server, tweak func(*slack.Options), h c
 
 func waitFake(t *testing.T, fake *slacktest.Server, what string, cond func(*slacktest.State) bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	if err := fake.WaitFor(ctx, cond); err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -530,7 +530,7 @@ func TestFatalCredentialsNeverShowTokens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			err = a.Run(ctx, newRecorder())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

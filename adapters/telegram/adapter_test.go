@@ -109,7 +109,7 @@ func (e *env) run(h core.Handler) func() error {
 // waitFor waits until cond holds for the fake's calls.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(60 * time.Second)
 	for {
 		ch := e.fake.Changed()
 		if cond() {
@@ -136,7 +136,7 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("timed out waiting for a handed-over event")
 		panic("unreachable")
 	}
@@ -618,7 +618,7 @@ func TestOutageAtStartIsRetriedByRun(t *testing.T) {
 		if m.Text != "hello after the outage" || m.Conv.Workspace != strconv.Itoa(telegramtest.BotID) {
 			t.Errorf("message = %+v; want the text, keyed by the bot's id", m)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("no message after the outage ended")
 	}
 	cancel()

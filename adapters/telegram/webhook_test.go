@@ -67,7 +67,7 @@ func TestWebhook(t *testing.T) {
 		if code != http.StatusOK {
 			t.Errorf("delivery: HTTP %d", code)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the webhook response waited for core")
 	}
 	close(release)

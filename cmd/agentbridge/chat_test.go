@@ -256,7 +256,7 @@ func TestChatCtrlCStopsTheRunningTurn(t *testing.T) {
 	c.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-c.ended:
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatalf("chat did not exit after Ctrl-C; output:\n%s", c.output())
 	}
 	c.cmd.Wait()

@@ -78,7 +78,7 @@ slack:
 
 	wait := func(what string, cond func(*slacktest.State) bool) {
 		t.Helper()
-		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
 		defer wcancel()
 		if err := fake.WaitFor(wctx, cond); err != nil {
 			t.Fatalf("%s: %v\nserve stderr:\n%s", what, err, stderr.String())

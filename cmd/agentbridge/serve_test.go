@@ -83,7 +83,7 @@ func TestReloadAppliesValidConfigAndKeepsOldOnError(t *testing.T) {
 	bob := core.User{ID: "bob"}
 	wait := func(want string) {
 		t.Helper()
-		wctx, wcancel := context.WithTimeout(t.Context(), 20*time.Second)
+		wctx, wcancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer wcancel()
 		if !plat.Wait(wctx, func() bool { return strings.Contains(strings.Join(plat.Texts(conv), "\n"), want) }) {
 			t.Fatalf("no %q in %q", want, plat.Texts(conv))

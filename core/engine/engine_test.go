@@ -126,7 +126,7 @@ func (h *harness) send(from core.User, text string) string {
 // waitText waits until some message in conv contains want, and returns it.
 func (h *harness) waitText(want string) platformtest.Message {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(h.t.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(h.t.Context(), 60*time.Second)
 	defer cancel()
 	var found platformtest.Message
 	ok := h.plat.Wait(ctx, func() bool {
@@ -147,7 +147,7 @@ func (h *harness) waitText(want string) platformtest.Message {
 // idle waits until the engine runs nothing.
 func (h *harness) idle() {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(h.t.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(h.t.Context(), 60*time.Second)
 	defer cancel()
 	if err := h.eng.Idle(ctx); err != nil {
 		h.t.Fatalf("engine not idle: %v; messages: %q", err, h.plat.Texts(conv))
@@ -156,7 +156,7 @@ func (h *harness) idle() {
 
 func (h *harness) waitTextN(want string, n int) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(h.t.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(h.t.Context(), 60*time.Second)
 	defer cancel()
 	if !h.plat.Wait(ctx, func() bool { return h.count(want) >= n }) {
 		h.t.Fatalf("want %d messages containing %q; messages: %q", n, want, h.plat.Texts(conv))
@@ -482,7 +482,7 @@ func TestShutdownLetsRunningTurnsFinish(t *testing.T) {
 	h.send(alice, "sleep:800")
 	h.send(alice, "/status")
 	h.waitText("Running for")
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	h.eng.Shutdown(ctx, time.Second)
 	// Shutdown returned after the turn finished on its own within the drain.

@@ -36,7 +36,7 @@ func TestReadyBeforeAnythingOnceConnected(t *testing.T) {
 		if err := ws.WriteJSON(map[string]any{"op": 2, "d": map[string]any{"token": "Bot " + token, "intents": 0}}); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		ok := s.Wait(ctx, s.Connected)
 		cancel()
 		if !ok {
