@@ -140,11 +140,14 @@ type Emitter struct {
 func NewEmitter(w io.Writer) *Emitter { return &Emitter{w: w} }
 
 // SetSession records the CLI's session id; the first valid one sticks
-// (P-SID-4).
+// (P-SID-4). Valid means the shim could resume it next turn
+// (ValidResumeID), which is stricter than the bridge's own rule (F-SID-1):
+// an id reported but never resumable would silently start a fresh session
+// on every turn.
 func (e *Emitter) SetSession(id string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.sid == "" && id != "" && !strings.ContainsAny(id, "/\\") {
+	if e.sid == "" && ValidResumeID(id) {
 		e.sid = id
 	}
 }
