@@ -42,10 +42,6 @@ var (
 	ErrNewerSchema = errors.New("store schema is newer than this program")
 )
 
-// maxBatchDelay bounds how long a write waits for others to share its
-// transaction; bbolt's default of 10 ms would dominate a lone turn's latency.
-const maxBatchDelay = time.Millisecond
-
 // pruneEvery is how many MarkSeen calls pass between prunes of expired ids.
 const pruneEvery = 1024
 
@@ -74,6 +70,7 @@ type Store struct {
 	log        *slog.Logger
 	pruneEvery uint64        // MarkSeen calls between prunes; a field so tests can shorten it
 	marks      atomic.Uint64 // MarkSeen calls so far
+	commits    *committer    // shared write transactions (batch)
 }
 
 var _ core.Store = (*Store)(nil)
@@ -103,7 +100,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s := &Store{db: db, path: path, now: opts.Now, log: opts.Log, pruneEvery: pruneEvery}
-	db.MaxBatchDelay = maxBatchDelay
+	s.commits = &committer{db: db, corrupt: s.corrupted}
 	if err := s.setup(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -187,11 +184,12 @@ func (s *Store) update(ctx context.Context, op string, fn func(*bolt.Tx) error) 
 	return s.run(ctx, op, s.db.Update, fn)
 }
 
-// batch runs fn in a write transaction shared with concurrent callers, so
-// many conversations pay for one fsync instead of one each. fn must be
-// idempotent: bbolt re-runs it alone if another fn in its batch fails.
+// batch runs fn in a write transaction shared with concurrent callers
+// (group commit), so many conversations pay for one fsync instead of one
+// each. fn must be idempotent: it runs again alone if another fn in its
+// group fails.
 func (s *Store) batch(ctx context.Context, op string, fn func(*bolt.Tx) error) error {
-	return s.run(ctx, op, s.db.Batch, fn)
+	return s.run(ctx, op, s.commits.do, fn)
 }
 
 // run checks ctx, then runs fn in a transaction. bbolt reads the file
@@ -205,12 +203,19 @@ func (s *Store) run(ctx context.Context, op string, tx func(func(*bolt.Tx) error
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			s.log.Error("store file damaged", "path", s.path, "op", op, "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("store %s: %w: %v", op, ErrCorrupt, r)
+			err = fmt.Errorf("store %s: %w", op, s.corrupted(r))
 		}
 	}()
 	if err := tx(fn); err != nil {
 		return fmt.Errorf("store %s: %w", op, err)
 	}
 	return nil
+}
+
+// corrupted logs a panic or fault met inside a transaction (bbolt trusts
+// the file's pages, so damage surfaces that way) and returns the error
+// callers get.
+func (s *Store) corrupted(r any) error {
+	s.log.Error("store file damaged", "path", s.path, "panic", r, "stack", string(debug.Stack()))
+	return fmt.Errorf("%w: %v", ErrCorrupt, r)
 }
