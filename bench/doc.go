@@ -1,4 +1,5 @@
 // Package bench holds the runner comparison harness: runner.sh, the agents
-// it runs (agents/trivial, agents/partials) and the in-process driver
-// (drive). Nothing here runs under go test; see BENCHMARKS.md.
+// it runs (agents/trivial, agents/partials), the in-process driver (drive),
+// and agents/sleeper, which the load benchmark in core/engine builds.
+// Nothing here runs under go test; see BENCHMARKS.md.
 package bench
