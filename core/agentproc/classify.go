@@ -147,9 +147,10 @@ func ValidSessionID(id string) bool {
 	return true
 }
 
-// validRequestID reports whether a permission request_id is usable
+// ValidRequestID reports whether a permission request_id is usable
 // (F-PERM-1): a non-empty string without whitespace or control characters.
-func validRequestID(id string) bool {
+// Shims use it to refuse what the bridge would refuse.
+func ValidRequestID(id string) bool {
 	if id == "" || !utf8.ValidString(id) {
 		return false
 	}

@@ -848,7 +848,7 @@ func (a *assembler) permission(l Line) {
 		return
 	}
 	id, idOK := jsonString(l.Fields["request_id"])
-	idOK = idOK && validRequestID(id)
+	idOK = idOK && ValidRequestID(id)
 	tool, toolOK := jsonString(l.Fields["tool_name"])
 	input := bytes.TrimSpace(l.Fields["input"])
 	var problem string

@@ -17,9 +17,8 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 )
 
@@ -403,7 +402,7 @@ func (s *session) controlRequest(id string, req *controlRequest) {
 	case req.ToolName == "AskUserQuestion":
 		deny("AskUserQuestion is not available through agentbridge; ask in your reply instead")
 		return
-	case req.ToolName == "" || !validRequestID(id):
+	case req.ToolName == "" || !agentproc.ValidRequestID(id):
 		// The bridge rejects such a request (F-PERM-1) and cannot even deny
 		// an id it does not accept, which would leave claude waiting.
 		fmt.Fprintf(s.stderr, "shim %s: denied a malformed can_use_tool request %q (tool %q)\n", s.fl.name, id, req.ToolName)
@@ -428,20 +427,6 @@ func (s *session) controlRequest(id string, req *controlRequest) {
 		return
 	}
 	_ = s.em.PermissionRequest(id, req.ToolName, req.Input, req.Description, req.ToolUseID)
-}
-
-// validRequestID reports whether the bridge accepts id as a permission
-// request id (F-PERM-1): non-empty, without spaces or control characters.
-func validRequestID(id string) bool {
-	if id == "" || !utf8.ValidString(id) {
-		return false
-	}
-	for _, r := range id {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
 }
 
 func controlResponse(id string, resp map[string]any) map[string]any {

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/agentbridge/agentbridge/core/agentproc"
 )
 
 // malformedSeeds are lines no CLI should write, seeded for every shim.
@@ -87,7 +87,7 @@ func CheckEvents(t testing.TB, out []byte) {
 		case "result", "error":
 			ended = true
 		case "permission_request":
-			if ev.RequestID == nil || !validRequestID(*ev.RequestID) || ev.ToolName == "" || !bytes.HasPrefix(ev.Input, []byte("{")) {
+			if ev.RequestID == nil || !agentproc.ValidRequestID(*ev.RequestID) || ev.ToolName == "" || !bytes.HasPrefix(ev.Input, []byte("{")) {
 				t.Fatalf("malformed permission_request: %s", line)
 			}
 			if ids[*ev.RequestID] {
@@ -98,17 +98,4 @@ func CheckEvents(t testing.TB, out []byte) {
 			t.Fatalf("event type %q outside the vocabulary: %s", ev.Type, line)
 		}
 	}
-}
-
-// validRequestID is the bridge's rule for a request_id (F-PERM-1).
-func validRequestID(id string) bool {
-	if id == "" || !utf8.ValidString(id) {
-		return false
-	}
-	for _, r := range id {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
 }
