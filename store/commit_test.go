@@ -10,39 +10,50 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// heldCommitter returns s's committer with a first write in progress that
-// waits for release, and a function that blocks until n more writes have
-// joined the group behind it. While the first commits, the writes behind it
-// collect into one group, deterministically.
-func heldCommitter(t *testing.T, s *Store) (c *committer, waitQueued func(n int), release func(), first <-chan error) {
+// commitBehind runs fns through s's committer while a first write is in
+// progress and holds it: fns join the next group one by one, in order, and
+// only then is the first write released. So they share one group,
+// deterministically. It returns each fn's error.
+func commitBehind(t *testing.T, s *Store, fns ...func(*bolt.Tx) error) []error {
 	t.Helper()
-	c = s.commits
+	c := s.commits
 	entered, hold := make(chan struct{}), make(chan struct{})
-	errc := make(chan error, 1)
+	first := make(chan error, 1)
 	go func() {
-		errc <- c.do(func(tx *bolt.Tx) error {
+		first <- c.do(func(tx *bolt.Tx) error {
 			close(entered)
 			<-hold
 			return tx.Bucket(bucketMeta).Put([]byte("t-first"), []byte("1"))
 		})
 	}()
 	<-entered
-	waitQueued = func(n int) {
+	queued := func(n int) {
 		for {
 			c.mu.Lock()
-			queued := 0
+			k := 0
 			if c.next != nil {
-				queued = len(c.next.fns)
+				k = len(c.next.fns)
 			}
 			c.mu.Unlock()
-			if queued == n {
+			if k == n {
 				return
 			}
-			// Writers are goroutines about to take c.mu; let them.
-			runtime.Gosched()
+			runtime.Gosched() // the writer is about to take c.mu
 		}
 	}
-	return c, waitQueued, func() { close(hold) }, errc
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		queued(i)
+		wg.Go(func() { errs[i] = c.do(fn) })
+	}
+	queued(len(fns))
+	close(hold)
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatalf("the held write: %v", err)
+	}
+	return errs
 }
 
 func put(key string) func(*bolt.Tx) error {
@@ -65,28 +76,19 @@ func has(t *testing.T, s *Store, key string) bool {
 // in progress all commit together in the next transaction, once it ends.
 func TestGroupCommitSharesOneTransaction(t *testing.T) {
 	s := openTemp(t, Options{})
-	c, waitQueued, release, first := heldCommitter(t, s)
 	const n = 50
 	var mu sync.Mutex
 	txs := map[*bolt.Tx]int{}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			errs[i] = c.do(func(tx *bolt.Tx) error {
-				mu.Lock()
-				txs[tx]++
-				mu.Unlock()
-				return put(fmt.Sprintf("t-%d", i))(tx)
-			})
-		})
+	fns := make([]func(*bolt.Tx) error, n)
+	for i := range fns {
+		fns[i] = func(tx *bolt.Tx) error {
+			mu.Lock()
+			txs[tx]++
+			mu.Unlock()
+			return put(fmt.Sprintf("t-%d", i))(tx)
+		}
 	}
-	waitQueued(n)
-	release()
-	wg.Wait()
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
+	errs := commitBehind(t, s, fns...)
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("write %d: %v", i, err)
@@ -104,25 +106,13 @@ func TestGroupCommitSharesOneTransaction(t *testing.T) {
 // own error; the others are committed (re-run alone) and succeed.
 func TestGroupCommitIsolatesFailures(t *testing.T) {
 	s := openTemp(t, Options{})
-	c, waitQueued, release, first := heldCommitter(t, s)
 	boom := errors.New("boom")
 	fns := []func(*bolt.Tx) error{
 		put("t-a"),
 		func(tx *bolt.Tx) error { _ = put("t-b")(tx); return boom },
 		put("t-c"),
 	}
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		waitQueued(i) // in this order, so the failure is in the middle
-		wg.Go(func() { errs[i] = c.do(fn) })
-	}
-	waitQueued(len(fns))
-	release()
-	wg.Wait()
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
+	errs := commitBehind(t, s, fns...) // in this order: the failure is in the middle
 	if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], boom) {
 		t.Fatalf("errors = %v; want nil, boom, nil", errs)
 	}
@@ -136,20 +126,8 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 // others in its group still commit and nobody waits forever.
 func TestGroupCommitPanicIsAnErrorForItsCaller(t *testing.T) {
 	s := openTemp(t, Options{})
-	c, waitQueued, release, first := heldCommitter(t, s)
 	fns := []func(*bolt.Tx) error{put("t-a"), func(*bolt.Tx) error { panic("bad page") }}
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		waitQueued(i)
-		wg.Go(func() { errs[i] = c.do(fn) })
-	}
-	waitQueued(len(fns))
-	release()
-	wg.Wait()
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
+	errs := commitBehind(t, s, fns...)
 	if errs[0] != nil || !errors.Is(errs[1], ErrCorrupt) {
 		t.Fatalf("errors = %v; want nil, ErrCorrupt", errs)
 	}
@@ -157,7 +135,7 @@ func TestGroupCommitPanicIsAnErrorForItsCaller(t *testing.T) {
 		t.Error("the healthy write was not committed")
 	}
 	// The committer is free again: a lone write goes through.
-	if err := c.do(put("t-after")); err != nil || !has(t, s, "t-after") {
+	if err := s.commits.do(put("t-after")); err != nil || !has(t, s, "t-after") {
 		t.Fatalf("write after the panic: %v", err)
 	}
 }
