@@ -66,6 +66,12 @@ type Post struct {
 	Text    string
 	Plain   bool
 	Buttons []Button
+	// ReplyTo is the Message.ID of the user's message this post answers,
+	// set on the first message of a reply, on notices and on permission
+	// prompts. Adapters that show replies natively (a quote in a Telegram
+	// group, a Discord reply) link to it; others ignore it. Edits ignore
+	// it.
+	ReplyTo string
 }
 
 // MessageRef names a message the bridge sent, for later edits.

@@ -57,7 +57,7 @@ func whoami(platform string, m core.Message) string {
 func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, cmd, arg string) bool {
 	s := e.cfg()
 	ps := s.platform(p.Name())
-	reply := func(format string, args ...any) { e.say(ctx, p, m.Conv, fmt.Sprintf(format, args...)) }
+	reply := func(format string, args ...any) { e.say(ctx, p, m, fmt.Sprintf(format, args...)) }
 	switch cmd {
 	case "help":
 		var b strings.Builder
@@ -164,9 +164,9 @@ func (e *Engine) onLane(ctx context.Context, p core.Platform, m core.Message, ke
 	}})
 	switch {
 	case err != nil:
-		e.say(ctx, p, m.Conv, "🚦 Busy: please try again when the current answer is done.")
+		e.say(ctx, p, m, "🚦 Busy: please try again when the current answer is done.")
 	case pos > 0:
-		e.say(ctx, p, m.Conv, "⏳ A turn is running; this takes effect after it.")
+		e.say(ctx, p, m, "⏳ A turn is running; this takes effect after it.")
 	}
 }
 

@@ -225,16 +225,16 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 			obs.Message(p.Name(), "command")
 			// Answered before the access check: it is how a denied user
 			// learns the id to ask for.
-			e.say(ctx, p, m.Conv, whoami(p.Name(), m))
+			e.say(ctx, p, m, whoami(p.Name(), m))
 		case !allowed:
 			obs.Message(p.Name(), "denied")
 			log.InfoContext(ctx, "access denied", "user", m.From.ID)
-			e.say(ctx, p, m.Conv, fmt.Sprintf("🔒 Sorry, you are not allowed to use this bot. Your %s user id is %s: ask the operator to add it to allow_users.", p.Name(), m.From.ID))
+			e.say(ctx, p, m, fmt.Sprintf("🔒 Sorry, you are not allowed to use this bot. Your %s user id is %s: ask the operator to add it to allow_users.", p.Name(), m.From.ID))
 		case isCmd && e.command(ctx, p, m, key, cmd, arg):
 			obs.Message(p.Name(), "command")
 		default: // draining
 			obs.Message(p.Name(), "draining")
-			e.say(ctx, p, m.Conv, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
+			e.say(ctx, p, m, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
 		}
 		return
 	}
@@ -266,7 +266,7 @@ func (e *Engine) seen(ctx context.Context, p core.Platform, m core.Message, entr
 	}
 	if err != nil {
 		e.log.ErrorContext(ctx, "recording message failed", "conv", m.Conv, "err", err)
-		e.say(ctx, p, m.Conv, "⚠️ The bridge could not record your message (storage error). Please try again.")
+		e.say(ctx, p, m, "⚠️ The bridge could not record your message (storage error). Please try again.")
 		return true
 	}
 	if seen {
@@ -275,13 +275,14 @@ func (e *Engine) seen(ctx context.Context, p core.Platform, m core.Message, entr
 	return seen
 }
 
-// say posts a plain notice, retrying rate limits and transient failures.
-func (e *Engine) say(ctx context.Context, p core.Platform, conv core.ConversationKey, text string) {
+// say posts a plain notice answering m in its conversation, retrying rate
+// limits and transient failures.
+func (e *Engine) say(ctx context.Context, p core.Platform, m core.Message, text string) {
 	err := retry(ctx, func() error {
-		_, err := p.Send(ctx, conv, core.Post{Text: text, Plain: true})
+		_, err := p.Send(ctx, m.Conv, core.Post{Text: text, Plain: true, ReplyTo: m.ID})
 		return err
 	})
 	if err != nil {
-		e.log.WarnContext(ctx, "send notice failed", "conv", conv, "err", err)
+		e.log.WarnContext(ctx, "send notice failed", "conv", m.Conv, "err", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -295,6 +296,40 @@ func TestQueuedTurnRunsAfterCurrent(t *testing.T) {
 	}
 }
 
+// TestRepliesNameTheMessageTheyAnswer: every message the engine sends
+// first for a user's message — the reply, a queue notice, a permission
+// prompt — carries that message's id (core.Post.ReplyTo), so adapters can
+// show it as a reply.
+func TestRepliesNameTheMessageTheyAnswer(t *testing.T) {
+	h := newHarness(t, "", nil)
+	first := h.send(alice, "sleep:300")
+	second := h.send(alice, "after the sleep")
+	h.waitText("after the sleep\n\n")
+	third := h.send(alice, "perm")
+	h.waitText("Permission needed")
+	var got, wantIDs []string
+	queued := []string{second, third} // the third waits behind the second's turn, which may still be ending
+	for _, c := range h.plat.CallsOf(platformtest.OpSend) {
+		switch text := c.Post.Text; {
+		case strings.HasPrefix(text, "⏳ Queued") && len(queued) > 0:
+			wantIDs, queued = append(wantIDs, queued[0]), queued[1:]
+		case strings.HasPrefix(text, "done"):
+			wantIDs = append(wantIDs, first)
+		case strings.Contains(text, "after the sleep"):
+			wantIDs = append(wantIDs, second)
+		case strings.Contains(text, "Permission needed"):
+			wantIDs = append(wantIDs, third)
+		default:
+			t.Errorf("unexpected send %q", text)
+			continue
+		}
+		got = append(got, c.Post.ReplyTo)
+	}
+	if !slices.Equal(got, wantIDs) || len(got) < 4 {
+		t.Errorf("ReplyTo of the sends = %q, want %q; sends: %q", got, wantIDs, h.plat.Texts(conv))
+	}
+}
+
 func TestPermissionAllowDenyAndStranger(t *testing.T) {
 	h := newHarness(t, "", nil)
 	h.send(alice, "perm")
@@ -395,6 +430,7 @@ func TestSessionCommands(t *testing.T) {
 	h.waitText("Switched to new session work.")
 	h.send(alice, "in work")
 	h.waitTextN("tokens", 2)
+	h.idle() // the reply is posted before the session is saved
 	h.send(alice, "/sessions")
 	list := h.waitText("Sessions here:")
 	if !strings.Contains(list.Post.Text, "▶ work — 1 turn(s)") || !strings.Contains(list.Post.Text, "  default — 1 turn(s)") {

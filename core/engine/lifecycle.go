@@ -44,7 +44,7 @@ func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.Jo
 		// record the start, to keep a disk sync off the turn's path.
 		text = "⚠️ The bridge restarted before answering your message. Please send it again."
 	}
-	post := core.Post{Text: text, Plain: true}
+	post := core.Post{Text: text, Plain: true, ReplyTo: j.MessageID}
 	if j.Reply.ID != "" && j.Placeholder {
 		// The reply shows only "thinking…": replace it rather than leave it stuck.
 		err := p.Edit(ctx, j.Reply, post)

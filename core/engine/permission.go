@@ -86,7 +86,7 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 
 	var ref core.MessageRef
 	err = retry(ctx, func() (err error) {
-		ref, err = t.plat.Send(ctx, t.msg.Conv, core.Post{Text: text, Buttons: buttons})
+		ref, err = t.plat.Send(ctx, t.msg.Conv, core.Post{Text: text, Buttons: buttons, ReplyTo: t.msg.ID})
 		return err
 	})
 	if err != nil {
@@ -280,5 +280,5 @@ func (e *Engine) private(ctx context.Context, p core.Platform, a core.Action, te
 			return
 		}
 	}
-	e.say(ctx, p, a.Conv, text)
+	e.say(ctx, p, core.Message{Conv: a.Conv}, text)
 }

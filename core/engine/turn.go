@@ -47,7 +47,7 @@ func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 	if _, running, queued := e.lanes.Status(t.key); running && queued >= s.QueueDepth {
 		e.opts.Observer.Message(p.Name(), "busy")
 		e.forget(ctx, t)
-		e.say(ctx, p, m.Conv, fmt.Sprintf("🚦 Busy: %d messages are already waiting here. Please send this again when the current answer is done.", queued))
+		e.say(ctx, p, m, fmt.Sprintf("🚦 Busy: %d messages are already waiting here. Please send this again when the current answer is done.", queued))
 		return
 	}
 	e.mu.Lock()
@@ -57,15 +57,15 @@ func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 	switch {
 	case errors.Is(err, lane.ErrFull):
 		e.forget(ctx, t)
-		e.say(ctx, p, m.Conv, "🚦 Busy: too many messages are waiting here. Please send this again when the current answer is done.")
+		e.say(ctx, p, m, "🚦 Busy: too many messages are waiting here. Please send this again when the current answer is done.")
 	case errors.Is(err, lane.ErrClosed):
 		e.forget(ctx, t)
-		e.say(ctx, p, m.Conv, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
+		e.say(ctx, p, m, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
 	case err != nil:
 		e.forget(ctx, t)
-		e.say(ctx, p, m.Conv, "⚠️ Could not queue your message: "+err.Error())
+		e.say(ctx, p, m, "⚠️ Could not queue your message: "+err.Error())
 	case pos > 0:
-		e.say(ctx, p, m.Conv, fmt.Sprintf("⏳ Queued — position %d. I'll answer when the current turn is done.", pos))
+		e.say(ctx, p, m, fmt.Sprintf("⏳ Queued — position %d. I'll answer when the current turn is done.", pos))
 	}
 	if err == nil {
 		e.opts.Observer.Message(p.Name(), "turn")
@@ -92,7 +92,7 @@ func (e *Engine) dropped(ctx context.Context, jobs []lane.Job, why string) {
 			continue
 		}
 		e.forget(ctx, t)
-		e.say(ctx, t.plat, t.msg.Conv, why)
+		e.say(ctx, t.plat, t.msg, why)
 	}
 }
 
@@ -123,13 +123,13 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	profileName, prof := s.profileFor(m.Conv)
 	if prof == nil {
 		log.ErrorContext(ctx, "no profile for conversation", "profile", profileName)
-		e.say(pctx, t.plat, m.Conv, fmt.Sprintf("⚠️ This conversation is routed to profile %q, which is not configured.", profileName))
+		e.say(pctx, t.plat, m, fmt.Sprintf("⚠️ This conversation is routed to profile %q, which is not configured.", profileName))
 		return
 	}
 	sessName, sess, err := e.session(ctx, t.key)
 	if err != nil {
 		log.ErrorContext(ctx, "load session failed", "err", err)
-		e.say(pctx, t.plat, m.Conv, "⚠️ The bridge could not load this conversation's session (storage error).")
+		e.say(pctx, t.plat, m, "⚠️ The bridge could not load this conversation's session (storage error).")
 		return
 	}
 	t.mu.Lock()
@@ -141,6 +141,7 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		PlaceholderDelay: ps.PlaceholderDelay,
 		ShowThinking:     ps.ShowThinking,
 		MinEditInterval:  ps.MinEditInterval,
+		ReplyTo:          m.ID,
 		Log:              log,
 		OnReply: func(ref core.MessageRef, placeholder bool) {
 			entry.Reply, entry.Placeholder = ref, placeholder

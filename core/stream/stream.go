@@ -38,6 +38,9 @@ type Options struct {
 	// first message of the reply is posted and when it stops being only the
 	// placeholder, so the caller can journal it.
 	OnReply func(ref core.MessageRef, placeholder bool)
+	// ReplyTo is the id of the message being answered; the reply's first
+	// message carries it (core.Post.ReplyTo), its continuations do not.
+	ReplyTo string
 	Log     *slog.Logger
 }
 
@@ -183,6 +186,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 		start       = time.Now()
 		win         = window{to: -1}
 		groupStart  time.Time // when the current group's first message was sent
+		replied     bool      // a message carrying opts.ReplyTo is on the platform
 	)
 	if maxText <= 0 {
 		maxText = 4000
@@ -280,6 +284,9 @@ func (s *Presenter) loop(ctx context.Context) error {
 		}
 		var ref core.MessageRef
 		if isSend {
+			if len(sent) == 0 && !replied {
+				post.ReplyTo = s.opts.ReplyTo
+			}
 			ref, err = s.plat.Send(ctx, s.conv, post)
 		} else {
 			ref = sent[idx].ref
@@ -295,6 +302,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 
 		if err == nil {
 			backoff = minBackoff
+			replied = replied || isSend
 			m := sentMsg{ref: ref, text: post.Text, plain: post.Plain}
 			switch {
 			case wantPlaceholder:

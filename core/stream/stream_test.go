@@ -396,3 +396,36 @@ func TestNoNativeStreamWhenThePlatformDeclines(t *testing.T) {
 		}
 	})
 }
+
+// TestReplyToOnTheFirstMessageOnly: the reply's first message names the
+// message it answers (also when its first send failed and was retried, and
+// when it is the placeholder); overflow continuations do not.
+func TestReplyToOnTheFirstMessageOnly(t *testing.T) {
+	for _, placeholder := range []time.Duration{0, time.Second} {
+		synctest.Test(t, func(t *testing.T) {
+			p := platformtest.New("fake", plainLimits(300, 100*time.Millisecond))
+			p.Fail(platformtest.OpSend, errors.New("502 bad gateway"))
+			s := stream.Start(t.Context(), p, conv, stream.Options{ReplyTo: "m1", PlaceholderDelay: placeholder})
+			time.Sleep(2 * time.Second)
+			for i := range 6 {
+				s.Partial(stream.RoleOutput, strings.Repeat(string(rune('a'+i))+"x ", 30)+"\n\n")
+				time.Sleep(150 * time.Millisecond)
+			}
+			if err := s.Finish(stream.Final{}); err != nil {
+				t.Fatal(err)
+			}
+			var replyTo []string
+			for _, c := range p.CallsOf(platformtest.OpSend) {
+				replyTo = append(replyTo, c.Post.ReplyTo)
+			}
+			if len(replyTo) < 3 {
+				t.Fatalf("%d sends, want a failed one, its retry and follow-ups", len(replyTo))
+			}
+			for i, r := range replyTo {
+				if want := map[bool]string{true: "m1", false: ""}[i < 2]; r != want {
+					t.Errorf("placeholder delay %v: send %d ReplyTo = %q, want %q (all: %q)", placeholder, i, r, want, replyTo)
+				}
+			}
+		})
+	}
+}
