@@ -82,11 +82,14 @@ type Adapter struct {
 	global *rate.Limiter
 
 	mu       sync.Mutex
-	channels map[string]*rate.Limiter      // message create/edit, by channel
-	typed    map[string]time.Time          // last typing call, by channel
-	sentAt   map[string]time.Time          // message id → when sent, for EditWindow
-	info     map[string]*discordgo.Channel // channel lookups
-	botID    string
+	channels map[string]*rate.Limiter // message create/edit, by channel
+	typed    map[string]time.Time     // last typing call, by channel
+	sentAt   map[string]time.Time     // message id → when sent, for EditWindow
+	// userMsgs and oldUserMsgs map users' message ids to their channel, so
+	// replies point only at messages Discord accepts (see reply.go).
+	userMsgs, oldUserMsgs map[string]string
+	info                  map[string]*discordgo.Channel // channel lookups
+	botID                 string
 
 	// conn is the gateway's current TCP connection, closed to abort a
 	// blocking Open when Run's context ends; once aborted, dial refuses new
@@ -138,6 +141,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 		channels: map[string]*rate.Limiter{},
 		typed:    map[string]time.Time{},
 		sentAt:   map[string]time.Time{},
+		userMsgs: map[string]string{},
 		info:     map[string]*discordgo.Channel{},
 	}
 	sess.Client = client

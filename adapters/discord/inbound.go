@@ -62,6 +62,7 @@ func (in *inbound) work(channel string) {
 		in.queues[channel] = q[1:]
 		in.mu.Unlock()
 		if msg, ok := in.a.normalize(in.ctx, m); ok {
+			in.a.noteUserMsg(m.ID, m.ChannelID)
 			in.h.HandleMessage(in.ctx, msg)
 		}
 	}

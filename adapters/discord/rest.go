@@ -210,11 +210,22 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	if err := a.budget(ctx, "POST "+ch+" messages", ch, sendWait); err != nil {
 		return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
 	}
-	m, err := a.sess.ChannelMessageSendComplex(ch, &discordgo.MessageSend{
+	send := &discordgo.MessageSend{
 		Content:         content(p),
 		Components:      components(p.Buttons),
 		AllowedMentions: noMentions(),
-	}, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+		Reference:       a.replyRef(to, ch, p),
+	}
+	m, err := a.sess.ChannelMessageSendComplex(ch, send, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+	if err != nil && send.Reference != nil && badRequest(err) {
+		// A reply Discord refuses must never cost the message itself.
+		a.log.Warn("discord: reply refused; sending it as a plain message", "channel", ch, "err", a.scrub(err))
+		send.Reference = nil
+		if err = a.budget(ctx, "POST "+ch+" messages", ch, sendWait); err != nil {
+			return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
+		}
+		m, err = a.sess.ChannelMessageSendComplex(ch, send, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+	}
 	if err != nil {
 		return core.MessageRef{}, a.translate("send to "+to.String(), err)
 	}

@@ -118,7 +118,7 @@ func (s *stack) stop() {
 // waitMsg waits until a message in chat satisfies cond and returns it.
 func waitMsg(t *testing.T, fake *telegramtest.Server, chat int64, cond func(telegramtest.Message) bool) telegramtest.Message {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(60 * time.Second)
 	for {
 		ch := fake.Changed()
 		for _, m := range fake.Messages(chat) {
@@ -288,7 +288,7 @@ func TestE2EPermissionPromptInGroup(t *testing.T) {
 
 func waitCall(t *testing.T, fake *telegramtest.Server, match func(telegramtest.Call) bool, check func(telegramtest.Call)) {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(60 * time.Second)
 	for {
 		ch := fake.Changed()
 		for _, c := range fake.Calls() {

@@ -235,7 +235,6 @@ func (a *Adapter) handle(ctx context.Context, h core.Handler, u update) {
 	switch {
 	case u.Message != nil:
 		if m, ok := a.normalize(u.Message, u.thread); ok {
-			a.noteInbound(m.Conv, u.Message.Chat.ID, u.Message.MessageID)
 			h.HandleMessage(ctx, m)
 		}
 	case u.CallbackQuery != nil:

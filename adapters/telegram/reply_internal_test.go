@@ -1,38 +1,30 @@
 package telegram
 
 import (
-	"strconv"
 	"testing"
 
 	"github.com/agentbridge/agentbridge/core"
 )
 
-// TestInboundIsBounded: past maxInbound conversations the oldest is
-// forgotten, and private chats are never recorded.
-func TestInboundIsBounded(t *testing.T) {
-	a := &Adapter{inbound: map[string]*inboundMsg{}}
-	conv := func(i int) core.ConversationKey {
-		return core.ConversationKey{Platform: Name, Channel: "-100" + strconv.Itoa(i)}
-	}
-	a.noteInbound(core.ConversationKey{Platform: Name, Channel: "1001"}, 1001, 1)
-	for i := range maxInbound + 1 {
-		a.noteInbound(conv(i), -100-int64(i), i+1)
-	}
-	a.noteInbound(conv(5), -105, 99) // an update of a known conversation evicts nothing
-	if len(a.inbound) != maxInbound {
-		t.Fatalf("inbound holds %d conversations; want %d", len(a.inbound), maxInbound)
-	}
-	p := core.Post{Text: "x"}
-	if got := a.quoteFor(conv(0), -100, p); got != 0 {
-		t.Errorf("oldest conversation still quotes %d", got)
-	}
-	if got := a.quoteFor(conv(maxInbound), -1, p); got != maxInbound+1 {
-		t.Errorf("newest conversation quotes %d; want %d", got, maxInbound+1)
-	}
-	if got := a.quoteFor(conv(5), -105, p); got != 99 {
-		t.Errorf("updated conversation quotes %d; want 99", got)
-	}
-	if got := a.quoteFor(core.ConversationKey{Platform: Name, Channel: "1001"}, 1001, p); got != 0 {
-		t.Errorf("a private chat quotes %d", got)
+// TestQuoteFor: a group post quotes the message its ReplyTo names, only if
+// that message is in the same chat; private chats and malformed or foreign
+// ids never quote.
+func TestQuoteFor(t *testing.T) {
+	for _, tc := range []struct {
+		chat    int64
+		replyTo string
+		want    int
+	}{
+		{-100, "-100:7", 7},
+		{-100, "", 0},
+		{-100, "-200:7", 0},  // another chat's message
+		{-100, "-100:x", 0},  // not a message id
+		{-100, "-100:-3", 0}, // not a message id
+		{-100, "7", 0},       // not a Telegram message id at all
+		{1001, "1001:7", 0},  // private chats never quote
+	} {
+		if got := quoteFor(tc.chat, core.Post{ReplyTo: tc.replyTo}); got != tc.want {
+			t.Errorf("quoteFor(%d, %q) = %d; want %d", tc.chat, tc.replyTo, got, tc.want)
+		}
 	}
 }

@@ -13,20 +13,17 @@ import (
 )
 
 // TestGroupRepliesQuoteTheUsersMessage checks the sendMessage bodies: in a
-// group or forum topic the first message of a reply, every notice and
-// every permission prompt quote the conversation's last inbound message
-// (reply_parameters, still sent if it was deleted); continuations do not;
-// a private chat never quotes.
+// group or forum topic a post quotes the message its ReplyTo names
+// (reply_parameters, still sent if it was deleted); a post without ReplyTo
+// does not; a private chat never quotes.
 func TestGroupRepliesQuoteTheUsersMessage(t *testing.T) {
 	e := newEnv(t, nil)
-	rec := newRecorder()
-	e.run(rec)
+	e.run(newRecorder())
 	ctx := t.Context()
 	g := strconv.FormatInt(group, 10)
 	topic := core.ConversationKey{Platform: "telegram", Channel: g, Thread: "55"}
 	general := core.ConversationKey{Platform: "telegram", Channel: g}
 	dm := core.ConversationKey{Platform: "telegram", Channel: "1001"}
-	mention := "@" + telegramtest.BotUsername + " "
 	send := func(to core.ConversationKey, p core.Post) {
 		t.Helper()
 		if _, err := e.ad.Send(ctx, to, p); err != nil {
@@ -47,28 +44,16 @@ func TestGroupRepliesQuoteTheUsersMessage(t *testing.T) {
 		return v
 	}
 
-	// A message in a topic, then a reply in two messages, a notice and a prompt.
-	e.fake.Push(telegramtest.GroupMessage(group, 7, 55, alice, mention+"question"))
-	recv(t, rec.msgs)
-	send(topic, core.Post{Text: "<b>answer</b> part 1"})
+	// A reply in a topic in two messages, a notice and a prompt.
+	send(topic, core.Post{Text: "<b>answer</b> part 1", ReplyTo: g + ":7"})
 	send(topic, core.Post{Text: "part 2"})
-	send(topic, core.Post{Text: "⏳ Queued", Plain: true})
-	send(topic, core.Post{Text: "Permission needed", Buttons: []core.Button{{Label: "Allow", Value: "t:a"}}})
-	// The group's General conversation is apart from the topic.
-	e.fake.Push(telegramtest.GroupMessage(group, 8, 0, bob, mention+"other"))
-	recv(t, rec.msgs)
-	send(general, core.Post{Text: "to bob"})
-	send(topic, core.Post{Text: "part 3"})
-	// The next message in the topic is quoted by its own reply.
-	e.fake.Push(telegramtest.GroupMessage(group, 9, 55, alice, mention+"again"))
-	recv(t, rec.msgs)
-	send(topic, core.Post{Text: "second answer"})
+	send(topic, core.Post{Text: "⏳ Queued", Plain: true, ReplyTo: g + ":9"})
+	send(topic, core.Post{Text: "Permission needed", Buttons: []core.Button{{Label: "Allow", Value: "t:a"}}, ReplyTo: g + ":7"})
+	send(general, core.Post{Text: "to bob", ReplyTo: g + ":8"})
 	// Private chats never quote, not even notices or prompts.
-	e.fake.Push(telegramtest.PrivateMessage(5, alice, "hi"))
-	recv(t, rec.msgs)
-	send(dm, core.Post{Text: "dm answer"})
-	send(dm, core.Post{Text: "dm notice", Plain: true})
-	send(dm, core.Post{Text: "dm prompt", Buttons: []core.Button{{Label: "Allow", Value: "t:a"}}})
+	send(dm, core.Post{Text: "dm answer", ReplyTo: "1001:5"})
+	send(dm, core.Post{Text: "dm notice", Plain: true, ReplyTo: "1001:5"})
+	send(dm, core.Post{Text: "dm prompt", Buttons: []core.Button{{Label: "Allow", Value: "t:a"}}, ReplyTo: "1001:5"})
 
 	prompt := url.Values{"chat_id": {g}, "message_thread_id": {"55"}, "text": {"Permission needed"}, "parse_mode": {"HTML"},
 		"reply_markup": {`{"inline_keyboard":[[{"text":"Allow","callback_data":"t:a"}]]}`}, "reply_parameters": {quote(7)}}
@@ -77,11 +62,9 @@ func TestGroupRepliesQuoteTheUsersMessage(t *testing.T) {
 	want := []url.Values{
 		html(g, "55", "<b>answer</b> part 1", quote(7)),
 		html(g, "55", "part 2", ""),
-		{"chat_id": {g}, "message_thread_id": {"55"}, "text": {"⏳ Queued"}, "reply_parameters": {quote(7)}},
+		{"chat_id": {g}, "message_thread_id": {"55"}, "text": {"⏳ Queued"}, "reply_parameters": {quote(9)}},
 		prompt,
 		html(g, "", "to bob", quote(8)),
-		html(g, "55", "part 3", ""),
-		html(g, "55", "second answer", quote(9)),
 		html("1001", "", "dm answer", ""),
 		{"chat_id": {"1001"}, "text": {"dm notice"}},
 		dmPrompt,
@@ -97,28 +80,8 @@ func TestGroupRepliesQuoteTheUsersMessage(t *testing.T) {
 	for _, m := range e.fake.Messages(group) {
 		replyTo = append(replyTo, m.ReplyTo)
 	}
-	if d := cmp.Diff([]int{7, 0, 7, 7, 8, 0, 9}, replyTo); d != "" {
+	if d := cmp.Diff([]int{7, 0, 9, 7, 8}, replyTo); d != "" {
 		t.Errorf("quoted messages as the fake saw them (-want +got):\n%s", d)
-	}
-}
-
-// TestGroupQuoteNotConsumedByAFailedSend: a reply that Telegram refused
-// (core retries it) still quotes when it goes out.
-func TestGroupQuoteNotConsumedByAFailedSend(t *testing.T) {
-	e := newEnv(t, nil)
-	rec := newRecorder()
-	e.run(rec)
-	e.fake.Push(telegramtest.GroupMessage(group, 7, 0, alice, "@"+telegramtest.BotUsername+" q"))
-	recv(t, rec.msgs)
-	conv := core.ConversationKey{Platform: "telegram", Channel: strconv.FormatInt(group, 10)}
-	if _, err := e.ad.Send(t.Context(), conv, core.Post{Text: "<b>broken"}); err == nil {
-		t.Fatal("bad markup was accepted")
-	}
-	if _, err := e.ad.Send(t.Context(), conv, core.Post{Text: "fixed"}); err != nil {
-		t.Fatal(err)
-	}
-	if m := e.fake.Messages(group); len(m) != 1 || m[0].ReplyTo != 7 {
-		t.Errorf("messages = %+v; want one quoting message 7", m)
 	}
 }
 
@@ -147,5 +110,33 @@ func TestE2EGroupReplyQuotesTheQuestion(t *testing.T) {
 		if rp := c.Form.Get("reply_parameters"); rp != "" && !strings.Contains(rp, `"allow_sending_without_reply":true`) {
 			t.Errorf("reply_parameters = %s", rp)
 		}
+	}
+}
+
+// TestE2EGroupQuoteFollowsTheQuestion: a message sent while an answer
+// streams gets its own quote (on its queue notice and its answer), and the
+// running answer keeps quoting the question it answers.
+func TestE2EGroupQuoteFollowsTheQuestion(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	t.Cleanup(fake.Close)
+	startStack(t, fake, "", nil)
+	mention := "@" + telegramtest.BotUsername + " "
+	fake.Push(telegramtest.GroupMessage(group, 41, 0, alice, mention+"stream 20"))
+	waitMsg(t, fake, group, contains("w1 "))
+	fake.Push(telegramtest.GroupMessage(group, 42, 0, alice, mention+"second"))
+	waitMsg(t, fake, group, contains("second END"))
+	quotes := map[string]int{}
+	for _, m := range fake.Messages(group) {
+		switch {
+		case strings.Contains(m.Text, "w20"):
+			quotes["first answer"] = m.ReplyTo
+		case strings.Contains(m.Text, "Queued"):
+			quotes["queue notice"] = m.ReplyTo
+		case strings.Contains(m.Text, "second END"):
+			quotes["second answer"] = m.ReplyTo
+		}
+	}
+	if d := cmp.Diff(map[string]int{"first answer": 41, "queue notice": 42, "second answer": 42}, quotes); d != "" {
+		t.Errorf("quoted messages (-want +got):\n%s\nmessages: %+v", d, fake.Messages(group))
 	}
 }

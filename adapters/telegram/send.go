@@ -22,7 +22,7 @@ import (
 const maxSendWait = 10 * time.Second
 
 // Send posts p to the conversation (into its forum topic, if any). In a
-// group it quotes the user's last message (see quoteFor). In a private
+// group it quotes the message p answers (see quoteFor). In a private
 // chat with drafts on, a post without buttons starts a draft. A new
 // message waits up to maxSendWait for the chat's flood budget and for
 // retry_after, since notices and permission prompts have no one to retry
@@ -37,12 +37,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 			return ref, err
 		}
 	}
-	quote := a.quoteFor(to, chat, p)
-	ref, err := a.sendMessage(ctx, to, chat, p, quote)
-	if err == nil && quote != 0 {
-		a.quoted(to, quote)
-	}
-	return ref, err
+	return a.sendMessage(ctx, to, chat, p, quoteFor(chat, p))
 }
 
 // sendMessage sends a real message, as a reply to message quote if not 0.

@@ -111,22 +111,7 @@ type Adapter struct {
 	draftSeq  int64
 	draftMu   sync.Mutex // serializes draft updates and their finishing
 	noDrafts  atomic.Bool
-	// inbound holds, per group conversation, the last message handed to
-	// core, so replies can quote it (core's Post has no reply-to field).
-	inbound    map[string]*inboundMsg
-	inboundSeq uint64
 }
-
-// inboundMsg is the last message a group conversation received.
-type inboundMsg struct {
-	id       int
-	seq      uint64 // age, to evict the oldest
-	answered bool   // a reply already quoted it
-}
-
-// maxInbound bounds the inbound map: past it the oldest conversation is
-// forgotten, and its next reply simply does not quote.
-const maxInbound = 4096
 
 // budget is one chat's share of Telegram's flood limits.
 type budget struct {
@@ -172,7 +157,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Adapter, error) 
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), budgets: map[int64]*budget{}, drafts: map[int64]*draft{}, keyboards: map[string]struct{}{}, inbound: map[string]*inboundMsg{}}
+	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), budgets: map[int64]*budget{}, drafts: map[int64]*draft{}, keyboards: map[string]struct{}{}}
 	// Built by hand rather than with NewBotAPIWithClient, whose getMe failure
 	// would leave no adapter: a rejected token is fatal here, but a
 	// Telegram outage at start-up only postpones identification to Run,

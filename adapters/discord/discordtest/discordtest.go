@@ -52,7 +52,10 @@ type Message struct {
 	Components json.RawMessage // as last sent; "[]" or empty when none
 	// AllowedMentions is the allowed_mentions object as last sent.
 	AllowedMentions json.RawMessage
-	Edits           int
+	// ReplyTo is the message it replies to (message_reference), "" when
+	// none or when the referenced message did not exist.
+	ReplyTo string
+	Edits   int
 }
 
 // Channel is a channel or thread the fake knows.
@@ -81,6 +84,8 @@ type Server struct {
 
 	calls     []Call
 	msgs      map[string]*Message
+	userMsgs  map[string]string // id → channel of users' messages dispatched as MESSAGE_CREATE
+	noReplies bool              // refuse every message_reference (RefuseReplies)
 	order     []string
 	channels  map[string]*Channel
 	files     map[string][]byte
@@ -155,6 +160,7 @@ func NewServer(token string) *Server {
 		bucketWindow:      5 * time.Second,
 		heartbeatInterval: 1000,
 		msgs:              map[string]*Message{},
+		userMsgs:          map[string]string{},
 		channels:          map[string]*Channel{},
 		files:             map[string][]byte{},
 		buckets:           map[string][]time.Time{},
@@ -190,6 +196,15 @@ func (s *Server) SetMessageContentAllowed(ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.allowContent = ok
+}
+
+// RefuseReplies makes message creation refuse any message_reference with
+// 400 Invalid Form Body, as Discord does for a reply it will not allow (a
+// system message, say).
+func (s *Server) RefuseReplies(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noReplies = on
 }
 
 // SetBucket sets how many requests one route bucket (method + channel)
@@ -374,6 +389,11 @@ func (s *Server) Dispatch(t string, d any) {
 	s.mu.Lock()
 	s.seq++
 	ev := gwEvent{Seq: s.seq, Type: t, Data: d}
+	if m, ok := d.(map[string]any); ok && t == "MESSAGE_CREATE" {
+		id, _ := m["id"].(string)
+		ch, _ := m["channel_id"].(string)
+		s.userMsgs[id] = ch
+	}
 	s.events = append(s.events, ev)
 	c := s.conn
 	s.mu.Unlock()
@@ -469,11 +489,37 @@ func (s *Server) routes() http.Handler {
 			Content         string          `json:"content"`
 			Components      json.RawMessage `json:"components"`
 			AllowedMentions json.RawMessage `json:"allowed_mentions"`
+			Reference       *struct {
+				MessageID       string `json:"message_id"`
+				FailIfNotExists *bool  `json:"fail_if_not_exists"`
+			} `json:"message_reference"`
 		}
 		json.Unmarshal([]byte(requestBody(r)), &body)
 		if body.Content == "" && len(body.Components) == 0 {
 			writeJSON(w, 400, map[string]any{"message": "Cannot send an empty message", "code": 50006})
 			return
+		}
+		// A reply must name a message in the same channel; an unknown one is
+		// an error unless fail_if_not_exists is false, which sends a plain
+		// message instead.
+		replyTo := ""
+		if ref := body.Reference; ref != nil {
+			s.mu.Lock()
+			ch, known := s.userMsgs[ref.MessageID]
+			refuse := s.noReplies
+			s.mu.Unlock()
+			switch {
+			case refuse || (known && ch != r.PathValue("cid")):
+				writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035,
+					"errors": map[string]any{"message_reference": map[string]any{"_errors": []any{map[string]any{"code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "message": "Unknown message"}}}}})
+				return
+			case known:
+				replyTo = ref.MessageID
+			case ref.FailIfNotExists == nil || *ref.FailIfNotExists:
+				writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035,
+					"errors": map[string]any{"message_reference": map[string]any{"_errors": []any{map[string]any{"code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "message": "Unknown message"}}}}})
+				return
+			}
 		}
 		if utf16Len(body.Content) > 2000 {
 			writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035,
@@ -481,7 +527,7 @@ func (s *Server) routes() http.Handler {
 			return
 		}
 		s.mu.Lock()
-		m := &Message{ID: s.newID(), ChannelID: r.PathValue("cid"), Content: body.Content, Components: body.Components, AllowedMentions: body.AllowedMentions}
+		m := &Message{ID: s.newID(), ChannelID: r.PathValue("cid"), Content: body.Content, Components: body.Components, AllowedMentions: body.AllowedMentions, ReplyTo: replyTo}
 		s.msgs[m.ID] = m
 		s.order = append(s.order, m.ID)
 		s.changedLocked()
