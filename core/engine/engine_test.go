@@ -309,8 +309,12 @@ func TestRepliesNameTheMessageTheyAnswer(t *testing.T) {
 	h.waitText("Permission needed")
 	var got, wantIDs []string
 	queued := []string{second, third} // the third waits behind the second's turn, which may still be ending
+	final := map[string]string{} // message id → its text after the edits
+	for _, m := range h.plat.Messages(conv) {
+		final[m.Ref.ID] = m.Post.Text
+	}
 	for _, c := range h.plat.CallsOf(platformtest.OpSend) {
-		switch text := c.Post.Text; {
+		switch text := final[c.Ref.ID]; {
 		case strings.HasPrefix(text, "⏳ Queued") && len(queued) > 0:
 			wantIDs, queued = append(wantIDs, queued[0]), queued[1:]
 		case strings.HasPrefix(text, "done"):
