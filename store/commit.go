@@ -32,13 +32,11 @@ type group struct {
 	done  chan struct{} // closed when errs is final
 }
 
-// failedAt is a function's error inside a shared transaction.
-type failedAt struct {
-	i   int
-	err error
-}
+// fnError is a function's own error inside a shared transaction, told
+// apart from the commit's.
+type fnError struct{ err error }
 
-func (f *failedAt) Error() string { return f.err.Error() }
+func (f *fnError) Error() string { return f.err.Error() }
 
 // do runs fn in a write transaction shared with concurrent callers and
 // returns fn's error or the commit's. fn must be idempotent: if another
@@ -84,14 +82,14 @@ func (c *committer) commit(g *group) {
 	defer close(g.done)
 	g.errs = make([]error, len(g.fns))
 	err := c.safely(func(tx *bolt.Tx) error {
-		for i, fn := range g.fns {
+		for _, fn := range g.fns {
 			if err := fn(tx); err != nil {
-				return &failedAt{i, err}
+				return &fnError{err}
 			}
 		}
 		return nil
 	})
-	var f *failedAt
+	var f *fnError
 	switch {
 	case err == nil:
 	case len(g.fns) == 1 && errors.As(err, &f):
