@@ -1,0 +1,231 @@
+// Package testagent is a scripted AgentProc 0.4 agent for tests that need a
+// real agent process. A test binary becomes the agent when a profile runs it
+// with Env set in its environment: the package's TestMain sees Env and exits
+// with the status Run returns instead of running tests.
+//
+// What the agent does is chosen by the turn's message (see Run), so one
+// profile serves every scenario. It behaves as a real agent: it reads its
+// turn and permission answers from stdin, writes NDJSON events to stdout,
+// paces its output with sleeps the way a model would, and answers signals.
+package testagent
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	// Env, set to any non-empty value in an agent profile's environment,
+	// makes the test binary run as the agent.
+	Env = "AGENTBRIDGE_TESTAGENT"
+
+	// FrameEnv, set to any non-empty value, frames every reply: it opens
+	// with "new SID\n\n" or "resumed SID\n\n" instead of "(resumed SID) ",
+	// and its text ends with " END", so a test can read the session from any
+	// reply and tell a finished reply from one still streaming.
+	FrameEnv = "AGENTBRIDGE_TESTAGENT_FRAME"
+
+	// LogEnv names a file the agent appends each turn's message to, one a
+	// line, so a test can count how often a message was run.
+	LogEnv = "AGENTBRIDGE_TESTAGENT_LOG"
+)
+
+// Run plays one turn: it reads the turn line from in, writes events to out
+// and returns the process exit status. The message picks the script:
+//
+//	hang         stream "working", then wait for SIGTERM and exit 143
+//	ignore-term  like hang, but ignore SIGTERM (only SIGKILL ends it)
+//	perm         ask permission to run Bash, then stream
+//	             "answer=BEHAVIOR:MESSAGE" from the permission_response
+//	fail         stream "partial before failing", emit an error event, exit 1
+//	sleep:MS     sleep MS milliseconds, then answer "done" without usage
+//	slow:MS      stream "w0 " to "w7 " MS milliseconds apart, then "SLOW-DONE"
+//	stream:N     stream "w1", " w2" … " wN" 60 ms apart
+//	long:N       stream N numbered lines inside one code block, then
+//	             "END-OF-LONG"
+//	code:N       one partial: a Go code block of N numbered lines, each with
+//	             characters markup must escape
+//	essay        stream Essay in 120-byte partials 40 ms apart
+//	anything     show each attachment as "[NAME MIME: CONTENT ERR] ", then
+//	             stream the message back word by word
+//
+// A new session gets the id "sess-<pid>"; a resumed one keeps its id and the
+// reply starts with "(resumed SID) " (see FrameEnv for the other framing).
+// Unless noted, the result reports 12 input and 34 output tokens.
+func Run(in io.Reader, out io.Writer) int {
+	r := bufio.NewReader(in)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testagent: no turn:", err)
+		return 3
+	}
+	var turn struct {
+		Message     string `json:"message"`
+		SessionID   string `json:"session_id"`
+		Attachments []struct {
+			URL  string `json:"url"`
+			Name string `json:"name"`
+			MIME string `json:"mime"`
+		} `json:"attachments"`
+	}
+	if err := json.Unmarshal(line, &turn); err != nil {
+		fmt.Fprintln(os.Stderr, "testagent: bad turn:", err)
+		return 3
+	}
+	if p := os.Getenv(LogEnv); p != "" {
+		logRun(p, turn.Message)
+	}
+	framed := os.Getenv(FrameEnv) != ""
+	sid, state := turn.SessionID, "resumed"
+	if sid == "" {
+		sid, state = fmt.Sprintf("sess-%d", os.Getpid()), "new"
+	}
+	enc := json.NewEncoder(out)
+	emit := func(ev map[string]any) {
+		ev["session_id"] = sid
+		enc.Encode(ev)
+	}
+	partial := func(text string) { emit(map[string]any{"type": "partial", "text": text}) }
+	words := func(s string) {
+		for i, w := range strings.Fields(s) {
+			if i > 0 {
+				w = " " + w
+			}
+			partial(w)
+		}
+	}
+
+	switch {
+	case framed:
+		partial(state + " " + sid + "\n\n")
+	case state == "resumed":
+		partial("(resumed " + sid + ") ")
+	}
+	msg := turn.Message
+	verb, arg, _ := strings.Cut(msg, ":")
+	var n int
+	fmt.Sscanf(arg, "%d", &n)
+	switch verb {
+	case "hang", "ignore-term":
+		// Notify before the partial: once the bridge sees "working" it may
+		// send SIGTERM at any moment.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM)
+		partial("working")
+		for {
+			<-sigs
+			if verb == "hang" {
+				return 143
+			}
+		}
+	case "perm":
+		emit(map[string]any{"type": "permission_request", "request_id": "r1", "tool_name": "Bash",
+			"description": "Run a command", "input": map[string]any{"command": "echo ok > f.txt"}})
+		resp, err := r.ReadBytes('\n')
+		if err != nil {
+			partial("stdin closed")
+			return 0
+		}
+		var answer struct {
+			Behavior string `json:"behavior"`
+			Message  string `json:"message"`
+		}
+		json.Unmarshal(resp, &answer)
+		partial("answer=" + answer.Behavior + ":" + answer.Message)
+	case "fail":
+		partial("partial before failing")
+		emit(map[string]any{"type": "error", "message": "upstream exploded"})
+		return 1
+	case "sleep":
+		time.Sleep(time.Duration(n) * time.Millisecond) // the agent's pace, not synchronization
+		emit(map[string]any{"type": "result", "text": "done"})
+		return 0
+	case "slow":
+		for i := range 8 {
+			partial(fmt.Sprintf("w%d ", i))
+			time.Sleep(time.Duration(n) * time.Millisecond)
+		}
+		partial("SLOW-DONE")
+	case "stream":
+		for i := 1; i <= n; i++ {
+			w := fmt.Sprintf("w%d", i)
+			if i > 1 {
+				w = " " + w
+			}
+			partial(w)
+			time.Sleep(60 * time.Millisecond)
+		}
+	case "long":
+		partial("Here:\n\n```\n")
+		for i := range n {
+			partial(fmt.Sprintf("line %04d of the long answer\n", i))
+		}
+		partial("```\n\nEND-OF-LONG")
+	case "code":
+		var b strings.Builder
+		b.WriteString("```go\n")
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "line %04d: fmt.Println(\"a < b && c > d\")\n", i)
+		}
+		b.WriteString("```\n\n")
+		partial(b.String())
+	case "essay":
+		text := Essay()
+		for len(text) > 0 {
+			k := min(len(text), 120)
+			partial(text[:k])
+			text = text[k:]
+			time.Sleep(40 * time.Millisecond)
+		}
+	default:
+		for _, a := range turn.Attachments {
+			data, err := os.ReadFile(strings.TrimPrefix(a.URL, "file://"))
+			name := a.Name
+			if a.MIME != "" {
+				name += " " + a.MIME
+			}
+			partial(fmt.Sprintf("[%s: %s %v] ", name, data, err))
+		}
+		words(msg)
+	}
+	if framed {
+		partial(" END")
+	}
+	emit(map[string]any{"type": "result", "text": "", "usage": map[string]any{"input_tokens": 12, "output_tokens": 34}})
+	return 0
+}
+
+// Essay returns the text the "essay" script streams: a reply well over
+// 2,000 characters whose Go code block straddles any split point near
+// there.
+func Essay() string {
+	var b strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&b, "Paragraph %d: %s\n\n", i, strings.Repeat("word ", 30))
+	}
+	b.WriteString("```go\n")
+	for i := range 60 {
+		fmt.Fprintf(&b, "fmt.Println(%d) // a line of code in the block\n", i)
+	}
+	b.WriteString("```\n\nThe end.")
+	return b.String()
+}
+
+// logRun appends msg to the run log at path; a failure only loses a line
+// the test will then miss.
+func logRun(path, msg string) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testagent: run log:", err)
+		return
+	}
+	fmt.Fprintln(f, msg)
+	f.Close()
+}
