@@ -56,8 +56,9 @@ const (
 //	anything     show each attachment as "[NAME MIME: CONTENT ERR] ", then
 //	             stream the message back word by word
 //
-// A new session gets the id "sess-<pid>"; a resumed one keeps its id and the
-// reply starts with "(resumed SID) " (see FrameEnv for the other framing).
+// A new session gets the id "sess-<pid>"; a resumed one keeps its id, and
+// the echo then starts with "(resumed SID) " (FrameEnv frames every reply
+// instead).
 // Unless noted, the result reports 12 input and 34 output tokens.
 func Run(in io.Reader, out io.Writer) int {
 	r := bufio.NewReader(in)
@@ -102,11 +103,8 @@ func Run(in io.Reader, out io.Writer) int {
 		}
 	}
 
-	switch {
-	case framed:
+	if framed {
 		partial(state + " " + sid + "\n\n")
-	case state == "resumed":
-		partial("(resumed " + sid + ") ")
 	}
 	msg := turn.Message
 	verb, arg, _ := strings.Cut(msg, ":")
@@ -185,6 +183,9 @@ func Run(in io.Reader, out io.Writer) int {
 			time.Sleep(40 * time.Millisecond)
 		}
 	default:
+		if state == "resumed" && !framed {
+			partial("(resumed " + sid + ") ")
+		}
 		for _, a := range turn.Attachments {
 			data, err := os.ReadFile(strings.TrimPrefix(a.URL, "file://"))
 			name := a.Name
