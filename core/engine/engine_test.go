@@ -17,6 +17,7 @@ import (
 	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/core/platformtest"
 	"github.com/agentbridge/agentbridge/core/render"
+	"github.com/agentbridge/agentbridge/internal/testagent"
 	"github.com/agentbridge/agentbridge/store"
 )
 
@@ -47,7 +48,7 @@ func testProfile() *agentproc.Profile {
 		Command: os.Args[0],
 		Args:    []string{"-test.run=^$"},
 		// The race detector sleeps 1s at exit by default; agents need not.
-		Env:               map[string]string{agentEnv: "1", "GORACE": "atexit_sleep_ms=0"},
+		Env:               map[string]string{testagent.Env: "1", "GORACE": "atexit_sleep_ms=0"},
 		Timeout:           30 * time.Second,
 		KillGrace:         300 * time.Millisecond,
 		Streaming:         true,
@@ -177,7 +178,7 @@ func (h *harness) count(want string) int {
 func TestTurnStreamsAndResumesSession(t *testing.T) {
 	h := newHarness(t, "", nil)
 	h.send(alice, "hello brave new world")
-	m := h.waitText("3 in / 5 out tokens")
+	m := h.waitText("12 in / 34 out tokens")
 	if !strings.HasPrefix(m.Post.Text, "hello brave new world") {
 		t.Fatalf("reply = %q, want the streamed words then the usage footer", m.Post.Text)
 	}
@@ -309,7 +310,7 @@ func TestRepliesNameTheMessageTheyAnswer(t *testing.T) {
 	h.waitText("Permission needed")
 	var got, wantIDs []string
 	queued := []string{second, third} // the third waits behind the second's turn, which may still be ending
-	final := map[string]string{} // message id → its text after the edits
+	final := map[string]string{}      // message id → its text after the edits
 	for _, m := range h.plat.Messages(conv) {
 		final[m.Ref.ID] = m.Post.Text
 	}
@@ -492,7 +493,7 @@ func TestAttachmentsArePassedAsLocalFiles(t *testing.T) {
 	h.plat.Deliver(t.Context(), core.Message{Conv: conv, ID: "att", From: alice, Text: "see file",
 		Attachments: []core.Attachment{{Kind: "file", Name: "notes.txt", Source: "secret-token-url"}}})
 	m := h.waitText("see file")
-	if !strings.Contains(m.Post.Text, `[notes.txt: "file body" <nil>]`) {
+	if !strings.Contains(m.Post.Text, "[notes.txt: file body <nil>]") {
 		t.Fatalf("agent did not read the downloaded file: %q", m.Post.Text)
 	}
 }
