@@ -14,6 +14,7 @@ import (
 	"github.com/agentbridge/agentbridge/adapters/slack/slacktest"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/internal/testagent"
 	"github.com/agentbridge/agentbridge/store"
 )
 
@@ -34,7 +35,7 @@ func testProfile() *agentproc.Profile {
 		Command: os.Args[0],
 		Args:    []string{"-test.run=^$"},
 		// The race detector sleeps 1s at exit by default; agents need not.
-		Env:               map[string]string{agentEnv: "1", "GORACE": "atexit_sleep_ms=0"},
+		Env:               map[string]string{testagent.Env: "1", "GORACE": "atexit_sleep_ms=0"},
 		Timeout:           30 * time.Second,
 		KillGrace:         300 * time.Millisecond,
 		Streaming:         true,
