@@ -19,6 +19,7 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/internal/testagent"
 	"github.com/agentbridge/agentbridge/store"
 )
 
@@ -39,12 +40,14 @@ type stack struct {
 	runLog string
 }
 
+// agentProfile runs this test binary as the agent, framed (every reply
+// names its session and ends with "END") and logging each run to runLog.
 func agentProfile(runLog string) *agentproc.Profile {
 	return &agentproc.Profile{
 		Name:              "test",
 		Command:           os.Args[0],
 		Args:              []string{"-test.run=^$"},
-		Env:               map[string]string{agentEnv: "1", runLogEnv: runLog, "GORACE": "atexit_sleep_ms=0"},
+		Env:               map[string]string{testagent.Env: "1", testagent.FrameEnv: "1", testagent.LogEnv: runLog, "GORACE": "atexit_sleep_ms=0"},
 		Timeout:           30 * time.Second,
 		KillGrace:         300 * time.Millisecond,
 		Streaming:         true,
@@ -161,7 +164,7 @@ func TestE2EStreamedReplyInDM(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	s := startStack(t, fake, "", nil)
-	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 12"))
+	fake.Push(telegramtest.PrivateMessage(1, alice, "stream:12"))
 	final := waitMsg(t, fake, 1001, contains("END"))
 	if !strings.Contains(final.Text, "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 END") || final.ParseMode != "HTML" {
 		t.Errorf("final reply = %q (%s)", final.Text, final.ParseMode)
@@ -198,7 +201,7 @@ func TestE2ELongAnswerSplitsKeepingCodeBlocks(t *testing.T) {
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
 	const lines = 250 // about 12,000 characters
-	fake.Push(telegramtest.PrivateMessage(1, alice, "code "+strconv.Itoa(lines)))
+	fake.Push(telegramtest.PrivateMessage(1, alice, "code:"+strconv.Itoa(lines)))
 	waitMsg(t, fake, 1001, contains("END"))
 	msgs := fake.Messages(1001)
 	if len(msgs) < 3 {
@@ -276,7 +279,7 @@ func TestE2EPermissionPromptInGroup(t *testing.T) {
 	})
 	// The requester's press is answered and allows the tool.
 	fake.Push(telegramtest.CallbackQuery("cb-alice", alice, group, prompt.ID, 0, allow))
-	waitMsg(t, fake, group, contains("decision: allow END"))
+	waitMsg(t, fake, group, contains("answer=allow: END"))
 	done := waitMsg(t, fake, group, func(m telegramtest.Message) bool { return m.ID == prompt.ID && m.Markup == "" })
 	if !strings.Contains(done.Text, "Allowed by Alice") {
 		t.Errorf("prompt after the answer = %q", done.Text)
@@ -366,7 +369,7 @@ func TestE2ERateLimitStormKeepsFinalText(t *testing.T) {
 	startStack(t, fake, "", nil)
 	fake.Fail("editMessageText", telegramtest.RateLimit(1), telegramtest.RateLimit(1), telegramtest.RateLimit(1))
 	fake.Fail("sendMessage", telegramtest.RateLimit(1))
-	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 6"))
+	fake.Push(telegramtest.PrivateMessage(1, alice, "stream:6"))
 	final := waitMsg(t, fake, 1001, contains("w1 w2 w3 w4 w5 w6 END"))
 	if final.ParseMode != "HTML" {
 		t.Errorf("final parse mode %q", final.ParseMode)
@@ -438,7 +441,7 @@ func TestE2EDraftStreamingInDM(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil, withDrafts)
-	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 12"))
+	fake.Push(telegramtest.PrivateMessage(1, alice, "stream:12"))
 	final := waitMsg(t, fake, 1001, contains("END"))
 	if !strings.Contains(final.Text, "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 END") {
 		t.Errorf("final message = %q", final.Text)
@@ -468,7 +471,7 @@ func TestE2EDraftsUnsupportedFallBackToEdits(t *testing.T) {
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil, withDrafts)
 	fake.Fail("sendMessageDraft", telegramtest.Fault{Code: 404, Description: "Not Found: method not found"})
-	fake.Push(telegramtest.PrivateMessage(1, alice, "stream 8"))
+	fake.Push(telegramtest.PrivateMessage(1, alice, "stream:8"))
 	final := waitMsg(t, fake, 1001, contains("w8 END"))
 	if final.Edits == 0 {
 		t.Errorf("final message was never edited; want streaming by edits after drafts failed")

@@ -91,7 +91,7 @@ func TestE2EGroupReplyQuotesTheQuestion(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
-	fake.Push(telegramtest.GroupMessage(group, 31, 0, alice, "@"+telegramtest.BotUsername+" code 250"))
+	fake.Push(telegramtest.GroupMessage(group, 31, 0, alice, "@"+telegramtest.BotUsername+" code:250"))
 	waitMsg(t, fake, group, contains("END"))
 	msgs := fake.Messages(group)
 	if len(msgs) < 3 {
@@ -121,7 +121,7 @@ func TestE2EGroupQuoteFollowsTheQuestion(t *testing.T) {
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
 	mention := "@" + telegramtest.BotUsername + " "
-	fake.Push(telegramtest.GroupMessage(group, 41, 0, alice, mention+"stream 20"))
+	fake.Push(telegramtest.GroupMessage(group, 41, 0, alice, mention+"stream:20"))
 	waitMsg(t, fake, group, contains("w1 "))
 	fake.Push(telegramtest.GroupMessage(group, 42, 0, alice, mention+"second"))
 	waitMsg(t, fake, group, contains("second END"))
