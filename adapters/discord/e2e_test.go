@@ -13,6 +13,7 @@ import (
 	"github.com/agentbridge/agentbridge/adapters/discord/discordtest"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/internal/testagent"
 	"github.com/agentbridge/agentbridge/store"
 )
 
@@ -36,7 +37,7 @@ func TestEngineStreamsLongAnswer(t *testing.T) {
 	}
 	prof := &agentproc.Profile{
 		Name: "test", Command: os.Args[0], Args: []string{"-test.run=^$"},
-		Env:     map[string]string{agentEnv: "1", "GORACE": "atexit_sleep_ms=0"},
+		Env:     map[string]string{testagent.Env: "1", "GORACE": "atexit_sleep_ms=0"},
 		Timeout: 30 * time.Second, KillGrace: 300 * time.Millisecond, Streaming: true,
 	}
 	logW := &logBuffer{}
@@ -69,8 +70,8 @@ func TestEngineStreamsLongAnswer(t *testing.T) {
 	}()
 	waitFor(t, fake, "connect", fake.Connected)
 
-	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M1", "C1", "G1", alice, "long", true))
-	want := longAnswer()
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M1", "C1", "G1", alice, "essay", true))
+	want := testagent.Essay()
 	waitFor(t, fake, "the full answer", func() bool {
 		return strings.Contains(strings.Join(fake.Contents("C1"), ""), "The end.")
 	})

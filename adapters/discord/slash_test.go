@@ -20,6 +20,7 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/internal/testagent"
 	"github.com/agentbridge/agentbridge/store"
 )
 
@@ -194,7 +195,7 @@ func slashEngine(t *testing.T, fake *discordtest.Server) (logs *logBuffer) {
 	}
 	prof := &agentproc.Profile{
 		Name: "test", Command: os.Args[0], Args: []string{"-test.run=^$"},
-		Env:     map[string]string{agentEnv: "1", "GORACE": "atexit_sleep_ms=0"},
+		Env:     map[string]string{testagent.Env: "1", "GORACE": "atexit_sleep_ms=0"},
 		Timeout: 30 * time.Second, KillGrace: 300 * time.Millisecond, Streaming: true,
 	}
 	eng := engine.New(st, &engine.Settings{
