@@ -58,8 +58,7 @@ const (
 //
 // A new session gets the id "sess-<pid>"; a resumed one keeps its id, and
 // the echo then starts with "(resumed SID) " (FrameEnv frames every reply
-// instead).
-// Unless noted, the result reports 12 input and 34 output tokens.
+// instead). Unless noted, the result reports 12 input and 34 output tokens.
 func Run(in io.Reader, out io.Writer) int {
 	r := bufio.NewReader(in)
 	line, err := r.ReadBytes('\n')
