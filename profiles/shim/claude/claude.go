@@ -11,7 +11,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -108,12 +107,9 @@ func run(ctx context.Context, fl flavor, stdin io.Reader, stdout, stderr io.Writ
 		return em.Fail(fmt.Sprintf("shim %s: session id %q cannot be resumed", fl.name, turn.SessionID))
 	}
 	argv := append(fl.argv(turn), fs.Args()...)
-	p, err := shimio.Start(ctx, cli, argv, environ, stderr)
-	if errors.Is(err, shimio.ErrNotFound) {
-		return em.Fail(cli.NotFoundMessage())
-	}
+	p, err := shimio.Launch(ctx, em, cli, argv, environ, stderr)
 	if err != nil {
-		return em.Fail(fmt.Sprintf("%s could not start: %v", cli.Bin, err))
+		return err
 	}
 	s := &session{fl: fl, turn: turn, em: em, ctl: &ctlWriter{w: p.Stdin}, pending: map[string]json.RawMessage{}, asked: map[string]bool{}, streamed: map[string]bool{}, stderr: stderr}
 	if fl.initReq {
@@ -131,21 +127,7 @@ func run(ctx context.Context, fl flavor, stdin io.Reader, stdout, stderr io.Writ
 	}
 	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, s.handle)
 	s.ctl.close()
-	code, waitErr := p.Wait()
-	switch {
-	case ctx.Err() != nil && !em.Ended():
-		// Stopped by the bridge (SIGTERM): it reports the stop itself.
-		return ctx.Err()
-	case readErr != nil:
-		return em.Fail(fmt.Sprintf("%s: %v", cli.Bin, readErr))
-	case waitErr != nil && !em.Ended():
-		return em.Fail(fmt.Sprintf("%s: %v", cli.Bin, waitErr))
-	case !em.Ended():
-		return em.Fail(p.ExitMessage(cli.Bin, code))
-	case em.Errored():
-		return ErrTurnFailed
-	}
-	return nil
+	return p.Finish(ctx, em, cli, readErr, nil)
 }
 
 // ctlWriter writes JSON lines to the CLI's stdin from both the stdout

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -30,12 +29,9 @@ func runAppServer(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn sh
 		return em.Fail(fmt.Sprintf("shim codex: session id %q cannot be resumed", turn.SessionID))
 	}
 	argv := append([]string{"app-server"}, extra...)
-	p, err := shimio.Start(ctx, c, argv, environ, stderr)
-	if errors.Is(err, shimio.ErrNotFound) {
-		return em.Fail(c.NotFoundMessage())
-	}
+	p, err := shimio.Launch(ctx, em, c, argv, environ, stderr)
 	if err != nil {
-		return em.Fail(fmt.Sprintf("%s could not start: %v", c.Bin, err))
+		return err
 	}
 	s := newServerSession(em, &rpcWriter{w: p.Stdin}, turn, stderr)
 	s.rpc.send(map[string]any{"method": "initialize", "id": idInitialize, "params": map[string]any{
@@ -55,22 +51,7 @@ func runAppServer(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn sh
 	}()
 	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, s.handle)
 	s.rpc.close()
-	code, waitErr := p.Wait()
-	switch {
-	case ctx.Err() != nil && !em.Ended():
-		return ctx.Err()
-	case readErr != nil:
-		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, readErr))
-	case !em.Ended() && s.lastError != "":
-		return em.Fail(s.lastError)
-	case waitErr != nil && !em.Ended():
-		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, waitErr))
-	case !em.Ended():
-		return em.Fail(p.ExitMessage(c.Bin, code))
-	case em.Errored():
-		return ErrTurnFailed
-	}
-	return nil
+	return p.Finish(ctx, em, c, readErr, func(int) string { return s.lastError })
 }
 
 // rpcWriter writes JSON-RPC lines to codex's stdin from both the stdout

@@ -11,7 +11,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -75,33 +74,15 @@ func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, e
 	// "-": the prompt comes from stdin, so a prompt starting with "-" is
 	// never read as a flag.
 	argv = append(argv, "-")
-	p, err := shimio.Start(ctx, c, argv, environ, stderr)
-	if errors.Is(err, shimio.ErrNotFound) {
-		return em.Fail(c.NotFoundMessage())
-	}
+	p, err := shimio.Launch(ctx, em, c, argv, environ, stderr)
 	if err != nil {
-		return em.Fail(fmt.Sprintf("%s could not start: %v", c.Bin, err))
+		return err
 	}
 	_, _ = io.WriteString(p.Stdin, turn.Prompt())
 	p.Stdin.Close()
 	t := &translator{em: em, stderr: stderr}
 	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, t.handle)
-	code, waitErr := p.Wait()
-	switch {
-	case ctx.Err() != nil && !em.Ended():
-		return ctx.Err()
-	case readErr != nil:
-		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, readErr))
-	case !em.Ended() && t.lastError != "":
-		return em.Fail(t.lastError)
-	case waitErr != nil && !em.Ended():
-		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, waitErr))
-	case !em.Ended():
-		return em.Fail(p.ExitMessage(c.Bin, code))
-	case em.Errored():
-		return ErrTurnFailed
-	}
-	return nil
+	return p.Finish(ctx, em, c, readErr, func(int) string { return t.lastError })
 }
 
 // translator turns codex exec events (codex-rs/exec/src/exec_events.rs)

@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -54,34 +53,21 @@ func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, e
 		argv = append(argv, "--resume", turn.SessionID)
 	}
 	argv = append(argv, fs.Args()...)
-	p, err := shimio.Start(ctx, c, argv, environ, stderr)
-	if errors.Is(err, shimio.ErrNotFound) {
-		return em.Fail(c.NotFoundMessage())
-	}
+	p, err := shimio.Launch(ctx, em, c, argv, environ, stderr)
 	if err != nil {
-		return em.Fail(fmt.Sprintf("%s could not start: %v", c.Bin, err))
+		return err
 	}
 	// The prompt on stdin, not as an argument: it may start with "-".
 	_, _ = io.WriteString(p.Stdin, turn.Prompt())
 	p.Stdin.Close()
 	t := &translator{em: em, stderr: stderr}
 	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, t.handle)
-	code, waitErr := p.Wait()
-	switch {
-	case ctx.Err() != nil && !em.Ended():
-		return ctx.Err()
-	case readErr != nil:
-		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, readErr))
-	case waitErr != nil && !em.Ended():
-		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, waitErr))
-	case !em.Ended() && code == 55:
-		return em.Fail("gemini refuses to run in an untrusted directory: set GEMINI_CLI_TRUST_WORKSPACE=true in the profile's env (or trust the directory in gemini)")
-	case !em.Ended():
-		return em.Fail(p.ExitMessage(c.Bin, code))
-	case em.Errored():
-		return ErrTurnFailed
-	}
-	return nil
+	return p.Finish(ctx, em, c, readErr, func(code int) string {
+		if code == 55 {
+			return "gemini refuses to run in an untrusted directory: set GEMINI_CLI_TRUST_WORKSPACE=true in the profile's env (or trust the directory in gemini)"
+		}
+		return ""
+	})
 }
 
 // translator turns gemini's stream-json events into AgentProc events.

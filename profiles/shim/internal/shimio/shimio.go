@@ -371,6 +371,50 @@ func Start(ctx context.Context, c CLI, args, environ []string, stderr io.Writer)
 	return &Proc{cmd: cmd, Stdin: stdin, Stdout: stdout, tail: tail}, nil
 }
 
+// Launch starts the CLI like Start; when it cannot, it reports why as the
+// turn's error event (the one clear "not found on PATH — install with …"
+// for a missing CLI) and returns that error.
+func Launch(ctx context.Context, em *Emitter, c CLI, args, environ []string, stderr io.Writer) (*Proc, error) {
+	p, err := Start(ctx, c, args, environ, stderr)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, em.Fail(c.NotFoundMessage())
+	case err != nil:
+		return nil, em.Fail(fmt.Sprintf("%s could not start: %v", c.Bin, err))
+	}
+	return p, nil
+}
+
+// Finish ends the turn once the CLI's stdout was read (readErr is what
+// reading it returned): it waits for the CLI to exit and returns nil after
+// a result, ErrTurnFailed (wrapped) after an error event, or ctx's error
+// when the bridge stopped the turn (the bridge reports that itself). A CLI
+// that ended without a terminal event gets an error event: explain's
+// message for its exit code when it has one (nil or "" otherwise), else
+// its exit status and the end of its stderr.
+func (p *Proc) Finish(ctx context.Context, em *Emitter, c CLI, readErr error, explain func(code int) string) error {
+	code, waitErr := p.Wait()
+	switch {
+	case ctx.Err() != nil && !em.Ended():
+		return ctx.Err()
+	case readErr != nil:
+		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, readErr))
+	case em.Ended() && em.Errored():
+		return ErrTurnFailed
+	case em.Ended():
+		return nil
+	}
+	if explain != nil {
+		if msg := explain(code); msg != "" {
+			return em.Fail(msg)
+		}
+	}
+	if waitErr != nil {
+		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, waitErr))
+	}
+	return em.Fail(p.ExitMessage(c.Bin, code))
+}
+
 // Wait waits for the CLI to exit (after its stdout was read to the end) and
 // returns its exit code, -1 when it died from a signal.
 func (p *Proc) Wait() (int, error) {
