@@ -97,11 +97,19 @@ func (a *Adapter) postLimiter(channel string) *rate.Limiter {
 
 // spend takes one edit from workspace's budget, or says how long to wait.
 func (a *Adapter) spend(ctx context.Context, workspace string, wait bool) error {
+	return a.take(ctx, a.edits, workspace, a.opts.EditsPerMinute, a.opts.EditBurst, wait)
+}
+
+// take takes one call from workspace's budget in budgets (created at
+// perMinute with burst on first use). With wait it waits for the budget and
+// any hold after a 429; without, it returns a core.RateLimitError saying
+// how long to wait, so the presenter coalesces what arrives meanwhile.
+func (a *Adapter) take(ctx context.Context, budgets map[string]*budget, workspace string, perMinute float64, burst int, wait bool) error {
 	a.mu.Lock()
-	b := a.edits[workspace]
+	b := budgets[workspace]
 	if b == nil {
-		b = &budget{lim: rate.NewLimiter(rate.Limit(a.opts.EditsPerMinute/60), a.opts.EditBurst)}
-		a.edits[workspace] = b
+		b = &budget{lim: rate.NewLimiter(rate.Limit(perMinute/60), burst)}
+		budgets[workspace] = b
 	}
 	hold := b.hold
 	a.mu.Unlock()

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	slackapi "github.com/slack-go/slack"
-	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/render"
@@ -157,7 +156,7 @@ func (s *stream) deliver(ctx context.Context, full string, end int, stop bool) e
 		n := chunkLen(rest, maxStreamChunk)
 		last := n == len(rest)
 		text := render.DefuseMentions(rest[:n])
-		if err := s.a.spendStream(s.ref.Conv.Workspace); err != nil {
+		if err := s.a.spendStream(ctx, s.ref.Conv.Workspace); err != nil {
 			return err
 		}
 		var err error
@@ -208,28 +207,8 @@ func (a *Adapter) streamErr(workspace, method string, err error) error {
 // spendStream takes one streaming call from workspace's budget (Tier 4),
 // or says how long to wait; it never waits itself, so the presenter
 // coalesces what arrives meanwhile.
-func (a *Adapter) spendStream(workspace string) error {
-	a.mu.Lock()
-	b := a.streams[workspace]
-	if b == nil {
-		b = &budget{lim: rate.NewLimiter(rate.Limit(a.opts.AppendsPerMinute/60), a.opts.AppendBurst)}
-		a.streams[workspace] = b
-	}
-	hold := b.hold
-	a.mu.Unlock()
-	now := time.Now()
-	if d := hold.Sub(now); d > 0 {
-		return &core.RateLimitError{RetryAfter: d}
-	}
-	r := b.lim.ReserveN(now, 1)
-	if !r.OK() {
-		return &core.RateLimitError{RetryAfter: time.Second}
-	}
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return &core.RateLimitError{RetryAfter: d}
-	}
-	return nil
+func (a *Adapter) spendStream(ctx context.Context, workspace string) error {
+	return a.take(ctx, a.streams, workspace, a.opts.AppendsPerMinute, a.opts.AppendBurst, false)
 }
 
 // chunkLen returns how many bytes of s go in one call of at most max UTF-16
