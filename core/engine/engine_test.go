@@ -450,7 +450,7 @@ func TestSessionCommands(t *testing.T) {
 func TestRestartMarksInterruptedTurns(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "bridge.db")
 	h := newHarness(t, dbPath, nil)
-	h.send(alice, "hang")
+	hung := h.send(alice, "hang")
 	h.waitText("working")
 	// Simulate a crash: the journal still holds the running turn when the
 	// store is reopened by a new bridge. The old engine is left running so
@@ -474,8 +474,11 @@ func TestRestartMarksInterruptedTurns(t *testing.T) {
 	st.Close()
 
 	h2 := newHarness(t, dbPath, nil)
-	// The new platform has no such message to edit, so the notice is sent.
-	h2.waitText("The bridge restarted")
+	// The new platform has no such message to edit, so the notice is sent,
+	// answering the interrupted message.
+	if notice := h2.waitText("The bridge restarted"); notice.Post.ReplyTo != hung {
+		t.Errorf("restart notice ReplyTo = %q, want the interrupted message %q", notice.Post.ReplyTo, hung)
+	}
 	left, _ := h2.st.Journal(t.Context())
 	if len(left) != 0 {
 		t.Errorf("journal after recovery = %+v, want empty", left)
