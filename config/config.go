@@ -63,12 +63,15 @@ type Config struct {
 	DedupTTL time.Duration `yaml:"dedup_ttl"`
 	// ShutdownGrace is how long running turns may finish after SIGTERM.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
-	Presenter     Presenter     `yaml:"presenter"`
-	Log           Log           `yaml:"log"`
-	Metrics       Metrics       `yaml:"metrics"`
-	Slack         Slack         `yaml:"slack"`
-	Discord       Discord       `yaml:"discord"`
-	Telegram      Telegram      `yaml:"telegram"`
+	// IdleTimeout stops a turn whose agent has sent nothing for this long,
+	// except while a permission prompt waits for a person; 0 turns it off.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	Presenter   Presenter     `yaml:"presenter"`
+	Log         Log           `yaml:"log"`
+	Metrics     Metrics       `yaml:"metrics"`
+	Slack       Slack         `yaml:"slack"`
+	Discord     Discord       `yaml:"discord"`
+	Telegram    Telegram      `yaml:"telegram"`
 
 	warnings []*FieldError
 }

@@ -108,6 +108,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{`c.yaml:3: shutdown_grace: invalid duration "30": write a number with a unit, such as "30s" or "1h30m"`}},
 		{"negative duration", head + "presenter: {placeholder_delay: -1s}\n", nil,
 			[]string{"c.yaml:3: presenter.placeholder_delay: must not be negative, got -1s"}},
+		{"negative idle timeout", head + "idle_timeout: -5m\n", nil,
+			[]string{"c.yaml:3: idle_timeout: must not be negative, got -5m"}},
 		{"zero dedup ttl", head + "dedup_ttl: 0s\n", nil,
 			[]string{"c.yaml:3: dedup_ttl: must be positive"}},
 		{"bad enum", head + "log: {level: verbose}\n", nil,
@@ -760,6 +762,19 @@ func TestSlogLevel(t *testing.T) {
 		}
 		if got := cfg.Log.SlogLevel(); got != want {
 			t.Errorf("level %s: SlogLevel() = %v, want %v", level, got, want)
+		}
+	}
+}
+
+// TestIdleTimeout: off unless set; a duration when set.
+func TestIdleTimeout(t *testing.T) {
+	for yaml, want := range map[string]time.Duration{head: 0, head + "idle_timeout: 15m\n": 15 * time.Minute} {
+		cfg, err := Parse([]byte(yaml), "c.yaml", env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.IdleTimeout != want {
+			t.Errorf("idle_timeout from %q = %v; want %v", yaml, cfg.IdleTimeout, want)
 		}
 	}
 }

@@ -170,6 +170,7 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 		{"queue_depth", intField(d, &c.QueueDepth, 1, 100)},
 		{"dedup_ttl", d.duration(&c.DedupTTL, true)},
 		{"shutdown_grace", d.duration(&c.ShutdownGrace, false)},
+		{"idle_timeout", d.duration(&c.IdleTimeout, false)},
 		{"presenter", d.sub([]field{
 			{"placeholder_delay", d.duration(&c.Presenter.PlaceholderDelay, false)},
 			{"thinking", d.enum(&c.Presenter.Thinking, ThinkingShow, ThinkingHide)},

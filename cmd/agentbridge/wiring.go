@@ -108,6 +108,7 @@ func engineSettings(cfg *config.Config, profiles map[string]*agentproc.Profile) 
 		Route:          func(conv core.ConversationKey) string { return cfg.ProfileFor(conv) },
 		QueueDepth:     cfg.QueueDepth,
 		DedupTTL:       cfg.DedupTTL,
+		IdleTimeout:    cfg.IdleTimeout,
 		Presenter: engine.PresenterSettings{
 			PlaceholderDelay: cfg.Presenter.PlaceholderDelay,
 			ShowThinking:     cfg.Presenter.Thinking != "hide",

@@ -51,7 +51,10 @@ type Settings struct {
 	Route      func(core.ConversationKey) string
 	QueueDepth int           // queued turns per conversation; default 5
 	DedupTTL   time.Duration // default 24h
-	Presenter  PresenterSettings
+	// IdleTimeout stops a turn whose agent has sent no event for this long,
+	// except while one of its permission prompts is open; 0 = never.
+	IdleTimeout time.Duration
+	Presenter   PresenterSettings
 }
 
 // PresenterSettings tune how replies stream.

@@ -569,3 +569,36 @@ func TestDenyPromptsAnswersWaitingAndLaterRequests(t *testing.T) {
 		t.Errorf("%d prompts; after DenyPrompts none should be shown", n)
 	}
 }
+
+// TestIdleTimeoutStopsASilentAgent: an agent that sends nothing for
+// IdleTimeout is stopped (SIGTERM to its group), the reply says why, and
+// the conversation takes the next message.
+func TestIdleTimeoutStopsASilentAgent(t *testing.T) {
+	h := newHarness(t, "", func(s *engine.Settings) { s.IdleTimeout = 500 * time.Millisecond })
+	h.send(alice, "hang")
+	h.waitText("⏹ Stopped: the agent sent nothing for 500ms (idle_timeout).")
+	h.send(alice, "next one")
+	h.waitText("next one")
+}
+
+// TestIdleTimeoutSparesActiveAgentsAndOpenPrompts: output more often than
+// IdleTimeout keeps a turn alive however long it runs, and so does a
+// permission prompt waiting for a person.
+func TestIdleTimeoutSparesActiveAgentsAndOpenPrompts(t *testing.T) {
+	// Partials 150 ms apart keep it alive past the 1 s timeout (8 of them,
+	// 1.2 s in all), with a wide margin for a loaded machine.
+	h := newHarness(t, "", func(s *engine.Settings) { s.IdleTimeout = time.Second })
+	h.send(alice, "slow:150")
+	h.waitText("SLOW-DONE")
+	h.send(alice, "perm")
+	prompt := h.waitText("Permission needed")
+	// Only time shows that nothing happens: wait past the idle timeout
+	// while the prompt is open.
+	time.Sleep(2 * time.Second)
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: prompt.Post.Buttons[0].Value, Ref: prompt.Ref})
+	h.waitText("answer=allow")
+	h.idle()
+	if all := strings.Join(h.plat.Texts(conv), "\n"); strings.Contains(all, "Stopped") {
+		t.Errorf("a turn was stopped for idleness: %q", h.plat.Texts(conv))
+	}
+}

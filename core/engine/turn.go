@@ -171,7 +171,11 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 
 	log.InfoContext(ctx, "turn started", "profile", profileName, "session", sessName)
 	e.opts.Observer.TurnStarted(t.plat.Name(), profileName)
-	out, err := agentproc.Run(ctx, prof, agentproc.Turn{
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	idle := watchIdle(s.IdleTimeout, stopRun)
+	defer idle.close()
+	out, err := agentproc.Run(runCtx, prof, agentproc.Turn{
 		Message:     m.Text,
 		SessionID:   sess.AgentID,
 		SessionName: sessName,
@@ -180,11 +184,16 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		Log:     log,
 		Environ: e.opts.Environ,
 		OnEvent: func(ev agentproc.Event) {
+			idle.active()
 			switch ev.Kind {
 			case agentproc.EventPartial:
 				pres.Partial(ev.Role, ev.Text)
 			case agentproc.EventPermission:
-				wg.Go(func() { e.ask(pctx, t, sessName, ev.Request) })
+				idle.prompt(true)
+				wg.Go(func() {
+					defer idle.prompt(false)
+					e.ask(pctx, t, sessName, ev.Request)
+				})
 			}
 		},
 	})
@@ -240,6 +249,7 @@ func turnResult(out agentproc.Outcome) string {
 // finalFor turns a runner outcome into what the reply ends with.
 func finalFor(out agentproc.Outcome, footer bool) stream.Final {
 	var f stream.Final
+	var idle *idleError
 	if !out.PartialsSeen {
 		f.Reply = out.Reply
 	}
@@ -248,6 +258,8 @@ func finalFor(out agentproc.Outcome, footer bool) stream.Final {
 		f.Notice = "⏱ " + out.Failure()
 	case out.Stopped != nil && errors.Is(out.Stopped, ErrShuttingDown):
 		f.Notice = "⏹ Stopped: the bridge is shutting down."
+	case errors.As(out.Stopped, &idle):
+		f.Notice = fmt.Sprintf("⏹ Stopped: the agent sent nothing for %s (idle_timeout).", idle.after)
 	case out.Stopped != nil:
 		f.Notice = "⏹ Stopped."
 	case out.Failed():
