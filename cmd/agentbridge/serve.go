@@ -75,6 +75,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	for _, w := range profileWarnings(profiles) {
+		log.Warn("agent cannot start", "problem", w)
+	}
 
 	st, err := store.Open(cfg.Store, store.Options{Log: log})
 	if err != nil {

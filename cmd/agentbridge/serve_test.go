@@ -58,6 +58,26 @@ func TestValidateExampleConfig(t *testing.T) {
 	}
 }
 
+// TestValidateWarnsAboutAgentsThatCannotStart: a profile whose command is
+// not on PATH (or whose cwd is missing) is valid YAML, but validate says
+// its turns will fail, naming the profile; the config is still valid.
+func TestValidateWarnsAboutAgentsThatCannotStart(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "missing.yaml")
+	if err := os.WriteFile(prof, []byte("command: no-such-agent-xyz\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, "profiles: {demo: builtin:demo, missing: "+prof+"}\ndefault_profile: demo\n")
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"validate", cfg}, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("validate: %v\n%s", err, stderr.String())
+	}
+	want := `warning: profile missing: agent command "no-such-agent-xyz" not found on PATH; its turns will fail until that is fixed`
+	if !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "profile demo:") {
+		t.Errorf("stderr = %q; want only the missing profile's warning", stderr.String())
+	}
+}
+
 func TestReloadAppliesValidConfigAndKeepsOldOnError(t *testing.T) {
 	t.Setenv("AGENTBRIDGE_DEMO_DELAY", "1ms")
 	dir := t.TempDir()

@@ -19,11 +19,15 @@ func cmdValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		fmt.Fprintf(stderr, "%s is invalid:\n%v\n", args[0], err)
 		return exitCode(1)
 	}
-	if _, err := loadProfiles(cfg); err != nil {
+	profiles, err := loadProfiles(cfg)
+	if err != nil {
 		fmt.Fprintf(stderr, "%s: a profile is invalid:\n%v\n", args[0], err)
 		return exitCode(1)
 	}
 	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	for _, w := range profileWarnings(profiles) {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	fmt.Fprintf(stdout, "%s is valid: %d profile(s), platforms enabled: %v\n", args[0], len(cfg.Profiles), enabledPlatforms(cfg))

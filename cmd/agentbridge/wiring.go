@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +53,20 @@ func demoProfile(state string) (*agentproc.Profile, error) {
 		Permission:        true,
 		PermissionTimeout: 5 * time.Minute,
 	}, nil
+}
+
+// profileWarnings checks that each profile's agent could start on this
+// machine (its command found, its working directory there) and describes
+// each one that could not, in name order. A warning, not an error: the
+// config may be checked on another machine than the one that serves it.
+func profileWarnings(profiles map[string]*agentproc.Profile) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(profiles)) {
+		if err := profiles[name].Check(nil); err != nil {
+			out = append(out, fmt.Sprintf("profile %s: %v; its turns will fail until that is fixed", name, err))
+		}
+	}
+	return out
 }
 
 // loadProfiles loads every profile the config names.

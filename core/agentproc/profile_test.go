@@ -160,3 +160,46 @@ func FuzzParseProfile(f *testing.F) {
 		}
 	})
 }
+
+// TestProfileCheck: Check finds what a turn would fail on, in the words a
+// turn would use, without starting anything: a missing command (bare names
+// on the agent's PATH, which the profile's env may set), a file that is not
+// executable, a working directory that does not exist.
+func TestProfileCheck(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "my-agent"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	environ := []string{"PATH=/usr/bin:/bin"}
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"bare name on PATH", "command: sh\n", ""},
+		{"bare name missing", "command: no-such-agent-xyz\n", `agent command "no-such-agent-xyz" not found on PATH`},
+		{"PATH from the profile", "command: my-agent\nenv: {PATH: \"{{PROFILE_DIR}}/bin\"}\n", ""},
+		{"path placeholder", "command: \"{{PROFILE_DIR}}/bin/my-agent\"\n", ""},
+		{"not executable", "command: \"{{PROFILE_DIR}}/notes.txt\"\n", "is not executable"},
+		{"a directory", "command: \"{{PROFILE_DIR}}/bin\"\n", "is not executable"},
+		{"missing path", "command: ./nope\n", `agent command "./nope" not found`},
+		{"missing cwd", "command: sh\ncwd: work\n", "agent working directory " + `"` + filepath.Join(dir, "work") + `" cannot be used`},
+	} {
+		p, err := ParseProfile([]byte(tc.yaml), filepath.Join(dir, "profile.yaml"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		err = p.Check(environ)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: Check = %v, want nil", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

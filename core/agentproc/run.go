@@ -212,17 +212,8 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 		sessionName = "default"
 	}
 	ph := placeholders{profileDir: p.Dir(), sessionID: t.SessionID, sessionName: sessionName}
-	px := expander{ph: ph}
-	command := px.expand(p.Command)
-	argv := make([]string, 0, 1+len(p.Args))
-	argv = append(argv, command)
-	for _, a := range p.Args {
-		argv = append(argv, px.expand(a))
-	}
-	cwd := px.expand(p.Cwd)
-	if cwd != "" && !filepath.IsAbs(cwd) && p.Dir() != "" {
-		cwd = filepath.Join(p.Dir(), cwd) // P-PROF-4
-	}
+	argv, cwd := p.expand(ph)
+	command := argv[0]
 	env := childEnv(p, bridge, ph, cwd, log)
 
 	out := Outcome{TimeLimit: p.timeout()}
@@ -232,18 +223,7 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 		out.ExitCode = stopCode(out.Stopped)
 		return out, nil
 	}
-	if cwd != "" {
-		// The child's chdir failure would surface as a bare ENOENT, as if
-		// the command were missing; check first to say which one it is.
-		if _, err := os.Stat(cwd); err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = &fs.PathError{Op: "chdir", Path: cwd, Err: pe.Err}
-			}
-			return startFailed(out, command, err, start, log), nil
-		}
-	}
-	path, err := lookPath(command, environMap(env)["PATH"])
+	path, err := locate(command, cwd, env)
 	if err != nil {
 		return startFailed(out, command, err, start, log), nil
 	}
@@ -255,6 +235,66 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 	r := runner{p: p, opts: opts, log: log, pr: pr, out: out, start: start}
 	r.run(ctx, encodeTurn(t, sessionName, p.Permission))
 	return r.out, nil
+}
+
+// expand substitutes the placeholders in the command, its arguments and
+// the working directory; a relative cwd is resolved against the profile's
+// directory (P-PROF-4).
+func (p *Profile) expand(ph placeholders) (argv []string, cwd string) {
+	px := expander{ph: ph}
+	argv = make([]string, 0, 1+len(p.Args))
+	argv = append(argv, px.expand(p.Command))
+	for _, a := range p.Args {
+		argv = append(argv, px.expand(a))
+	}
+	cwd = px.expand(p.Cwd)
+	if cwd != "" && !filepath.IsAbs(cwd) && p.Dir() != "" {
+		cwd = filepath.Join(p.Dir(), cwd)
+	}
+	return argv, cwd
+}
+
+// locate checks the working directory and finds the command the way the
+// child will (a bare name on the agent's PATH), so a failure can be told
+// apart: the child's chdir failure would surface as a bare ENOENT, as if
+// the command were missing.
+func locate(command, cwd string, env []string) (string, error) {
+	if cwd != "" {
+		if _, err := os.Stat(cwd); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = &fs.PathError{Op: "chdir", Path: cwd, Err: pe.Err}
+			}
+			return "", err
+		}
+	}
+	return lookPath(command, environMap(env)["PATH"])
+}
+
+// Check reports whether the profile's agent could start here, without
+// starting it: its working directory exists and its command is found (a
+// bare name on the agent's PATH, which the profile's env may set) and is
+// an executable file. The error is the diagnosis a turn would show. environ
+// is the bridge's environment; nil means os.Environ().
+func (p *Profile) Check(environ []string) error {
+	if environ == nil {
+		environ = os.Environ()
+	}
+	ph := placeholders{profileDir: p.Dir(), sessionName: "default"}
+	argv, cwd := p.expand(ph)
+	command := argv[0]
+	env := childEnv(p, environMap(environ), ph, cwd, slog.New(slog.DiscardHandler))
+	path, err := locate(command, cwd, env)
+	if err == nil {
+		var fi fs.FileInfo
+		if fi, err = os.Stat(path); err == nil && (fi.IsDir() || fi.Mode()&0o111 == 0) {
+			err = &fs.PathError{Op: "exec", Path: path, Err: fs.ErrPermission}
+		}
+	}
+	if err != nil {
+		return errors.New(diagnose(command, err))
+	}
+	return nil
 }
 
 // stopCode is the exit code of a turn the caller stopped (D-STOP-1).
@@ -270,24 +310,28 @@ func startFailed(out Outcome, command string, err error, start time.Time, log *s
 	out.ExitCode = 127
 	out.StartError = err
 	out.Duration = time.Since(start)
-	var pe *fs.PathError
-	switch {
-	case errors.Is(err, errNotOnPath):
-		out.Diagnosis = fmt.Sprintf("agent command %q not found on PATH", command)
-	case errors.As(err, &pe) && pe.Op == "chdir":
-		out.Diagnosis = fmt.Sprintf("agent working directory %q cannot be used: %v", pe.Path, pe.Err)
-	case errors.Is(err, fs.ErrNotExist):
-		out.Diagnosis = fmt.Sprintf("agent command %q not found", command)
-	case errors.Is(err, fs.ErrPermission):
-		out.Diagnosis = fmt.Sprintf("agent command %q is not executable (permission denied)", command)
-	case errors.Is(err, syscall.ENOEXEC):
-		out.Diagnosis = fmt.Sprintf("agent command %q is not an executable this system can run (a script without a #! line?)", command)
-	default:
-		out.Diagnosis = fmt.Sprintf("agent command %q could not start: %v", command, err)
-	}
+	out.Diagnosis = diagnose(command, err)
 	log.LogAttrs(context.Background(), slog.LevelWarn, "agent did not start",
 		slog.String("command", command), slog.String("diagnosis", out.Diagnosis))
 	return out
+}
+
+// diagnose says in plain words why command could not start.
+func diagnose(command string, err error) string {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, errNotOnPath):
+		return fmt.Sprintf("agent command %q not found on PATH", command)
+	case errors.As(err, &pe) && pe.Op == "chdir":
+		return fmt.Sprintf("agent working directory %q cannot be used: %v", pe.Path, pe.Err)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("agent command %q not found", command)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("agent command %q is not executable (permission denied)", command)
+	case errors.Is(err, syscall.ENOEXEC):
+		return fmt.Sprintf("agent command %q is not an executable this system can run (a script without a #! line?)", command)
+	}
+	return fmt.Sprintf("agent command %q could not start: %v", command, err)
 }
 
 // proc is a started agent and the bridge's ends of its pipes.
