@@ -192,25 +192,30 @@ func reloadOnHUP(ctx context.Context, path string, eng *engine.Engine, log *slog
 			return
 		case <-hup:
 		}
-		if err := reload(path, eng); err != nil {
+		warnings, err := reload(path, eng)
+		if err != nil {
 			log.Error("config reload failed; keeping the old config", "err", err)
 			continue
+		}
+		for _, w := range warnings {
+			log.Warn("agent cannot start", "problem", w)
 		}
 		log.Info("config reloaded (platform credentials and listeners apply after a restart)")
 	}
 }
 
-// reload re-reads the config at path and applies it to eng. On any error
-// the engine keeps its current settings.
-func reload(path string, eng *engine.Engine) error {
+// reload re-reads the config at path and applies it to eng, returning
+// profileWarnings for the new profiles. On any error the engine keeps its
+// current settings.
+func reload(path string, eng *engine.Engine) ([]string, error) {
 	cfg, err := config.Load(path, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	profiles, err := loadProfiles(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	eng.Reload(engineSettings(cfg, profiles))
-	return nil
+	return profileWarnings(profiles), nil
 }

@@ -113,14 +113,14 @@ func TestReloadAppliesValidConfigAndKeepsOldOnError(t *testing.T) {
 	wait("not allowed")
 
 	write(base + "telegram: {allow_users: [alice, bob]}\n")
-	if err := reload(path, eng); err != nil {
-		t.Fatalf("reload of a valid config: %v", err)
+	if warnings, err := reload(path, eng); err != nil || len(warnings) != 0 {
+		t.Fatalf("reload of a valid config: %v, warnings %q", err, warnings)
 	}
 	plat.Deliver(t.Context(), core.Message{Conv: conv, ID: "2", From: bob, Text: "hello"})
 	wait("You said")
 
 	write(base + "telegram: {allow_users: [alice], bogus: true}\n")
-	if err := reload(path, eng); err == nil || !strings.Contains(err.Error(), "bogus") {
+	if _, err := reload(path, eng); err == nil || !strings.Contains(err.Error(), "bogus") {
 		t.Fatalf("reload of an invalid config = %v, want the error", err)
 	}
 	// The old (valid) config is still in force: bob may still talk.
@@ -131,6 +131,16 @@ func TestReloadAppliesValidConfigAndKeepsOldOnError(t *testing.T) {
 	wait("again")
 	if n := strings.Count(strings.Join(plat.Texts(conv), "\n"), "not allowed"); n != 1 {
 		t.Errorf("%d denials; the invalid reload must not have changed access", n)
+	}
+
+	// A valid config whose new profile cannot start here is applied, with
+	// a warning that names it.
+	if err := os.WriteFile(filepath.Join(dir, "gone.yaml"), []byte("command: no-such-agent-xyz\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write("store: bridge.db\nprofiles: {demo: builtin:demo, gone: gone.yaml}\ndefault_profile: demo\n")
+	if warnings, err := reload(path, eng); err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "profile gone:") {
+		t.Errorf("reload with a profile that cannot start = %v, warnings %q; want one warning naming it", err, warnings)
 	}
 }
 
