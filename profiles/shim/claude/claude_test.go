@@ -48,21 +48,12 @@ func permRequest() ev {
 func TestReplayClaude(t *testing.T) {
 	usage := ev{"input_tokens": 24.0, "output_tokens": 14.0, "total_tokens": 38.0, "cache_read_input_tokens": 5.0,
 		"cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.00047}
-	tests := []struct {
-		name    string
-		script  string
-		turn    ev
-		args    []string
-		respond func(ev) ev
-		want    []ev
-		argv    []string
-		failed  bool
-	}{
+	tests := []shimtest.Replay{
 		{
-			name:   "streamed answer with thinking",
-			script: "stream.txt",
-			turn:   ev{"message": "say hello"},
-			want: []ev{
+			Name:   "streamed answer with thinking",
+			Script: "stream.txt",
+			Turn:   ev{"message": "say hello"},
+			Want: []ev{
 				{"type": "partial", "role": "thinking", "text": "The user greets me.", "session_id": sid},
 				{"type": "partial", "role": "thinking", "text": " Answer briefly.", "session_id": sid},
 				{"type": "partial", "text": "Hello", "session_id": sid},
@@ -71,161 +62,143 @@ func TestReplayClaude(t *testing.T) {
 				{"type": "result", "text": "Hello from **Claude**.", "session_id": sid, "usage": ev{"input_tokens": 12.0, "output_tokens": 7.0,
 					"total_tokens": 19.0, "cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.000235}},
 			},
-			argv: argv(claudeBase),
+			Argv: argv(claudeBase),
 		},
 		{
-			name:   "resume keeps the session id, extra args pass through",
-			script: "resume.txt",
-			turn:   ev{"message": "and again", "session_id": "1dbc0ce2-76e2-43aa-93a6-951aacb4a03c"},
-			args:   []string{"--", "--model", "claude-sonnet-4-5"},
-			want: []ev{
+			Name:   "resume keeps the session id, extra args pass through",
+			Script: "resume.txt",
+			Turn:   ev{"message": "and again", "session_id": "1dbc0ce2-76e2-43aa-93a6-951aacb4a03c"},
+			Args:   []string{"--", "--model", "claude-sonnet-4-5"},
+			Want: []ev{
 				{"type": "partial", "text": "Second turn.", "session_id": "1dbc0ce2-76e2-43aa-93a6-951aacb4a03c"},
 				{"type": "result", "text": "Second turn.", "session_id": "1dbc0ce2-76e2-43aa-93a6-951aacb4a03c", "usage": ev{"input_tokens": 40.0, "output_tokens": 3.0,
 					"total_tokens": 43.0, "cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.0006}},
 			},
-			argv: argv(claudeBase, "--resume=1dbc0ce2-76e2-43aa-93a6-951aacb4a03c", "--model", "claude-sonnet-4-5"),
+			Argv: argv(claudeBase, "--resume=1dbc0ce2-76e2-43aa-93a6-951aacb4a03c", "--model", "claude-sonnet-4-5"),
 		},
 		{
-			name:    "permission allowed without an edit: the unchanged input as updatedInput",
-			script:  "permission_allow.txt",
-			turn:    ev{"message": "please touch a file", "permission": true},
-			respond: allow,
-			want: []ev{
+			Name:    "permission allowed without an edit: the unchanged input as updatedInput",
+			Script:  "permission_allow.txt",
+			Turn:    ev{"message": "please touch a file", "permission": true},
+			Respond: allow,
+			Want: []ev{
 				{"type": "partial", "text": "I'll create it.", "session_id": psid},
 				permRequest(),
 				{"type": "partial", "text": "\n\nDone.", "session_id": psid},
 				{"type": "result", "text": "Done.", "session_id": psid, "usage": usage},
 			},
-			argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
+			Argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
 		},
 		{
-			name:   "permission allowed with an edited input",
-			script: "permission_edit.txt",
-			turn:   ev{"message": "please touch a file", "permission": true},
-			respond: func(req ev) ev {
+			Name:   "permission allowed with an edited input",
+			Script: "permission_edit.txt",
+			Turn:   ev{"message": "please touch a file", "permission": true},
+			Respond: func(req ev) ev {
 				return ev{"type": "permission_response", "request_id": req["request_id"], "behavior": "allow", "updated_input": ev{"command": "touch other.txt"}}
 			},
-			want: []ev{
+			Want: []ev{
 				{"type": "partial", "text": "I'll create it.", "session_id": psid},
 				permRequest(),
 				{"type": "partial", "text": "\n\nDone.", "session_id": psid},
 				{"type": "result", "text": "Done.", "session_id": psid, "usage": usage},
 			},
-			argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
+			Argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
 		},
 		{
-			name:   "permission denied with a reason",
-			script: "permission_deny.txt",
-			turn:   ev{"message": "please touch a file", "permission": true},
-			respond: func(req ev) ev {
+			Name:   "permission denied with a reason",
+			Script: "permission_deny.txt",
+			Turn:   ev{"message": "please touch a file", "permission": true},
+			Respond: func(req ev) ev {
 				return ev{"type": "permission_response", "request_id": req["request_id"], "behavior": "deny", "message": "not in this repo"}
 			},
-			want: []ev{
+			Want: []ev{
 				{"type": "partial", "text": "I'll create it.", "session_id": psid},
 				permRequest(),
 				{"type": "partial", "text": "\n\nUnderstood, I did not touch it.", "session_id": psid},
 				{"type": "result", "text": "Understood, I did not touch it.", "session_id": psid, "usage": usage},
 			},
-			argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
+			Argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
 		},
 		{
-			name:    "AskUserQuestion denied by the shim, hook callback refused",
-			script:  "ask_user.txt",
-			turn:    ev{"message": "pick one", "permission": true},
-			respond: allow,
-			want: []ev{
+			Name:    "AskUserQuestion denied by the shim, hook callback refused",
+			Script:  "ask_user.txt",
+			Turn:    ev{"message": "pick one", "permission": true},
+			Respond: allow,
+			Want: []ev{
 				{"type": "partial", "text": "A or B?", "session_id": sid},
 				{"type": "result", "text": "A or B?", "session_id": sid, "usage": ev{"input_tokens": 10.0, "output_tokens": 3.0, "total_tokens": 13.0,
 					"cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.0001}},
 			},
-			argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
+			Argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
 		},
 		{
-			name:   "permission off: can_use_tool denied without asking",
-			script: "permission_off.txt",
-			turn:   ev{"message": "touch it"},
-			want: []ev{
+			Name:   "permission off: can_use_tool denied without asking",
+			Script: "permission_off.txt",
+			Turn:   ev{"message": "touch it"},
+			Want: []ev{
 				{"type": "partial", "text": "I was not allowed to run it.", "session_id": sid},
 				{"type": "result", "text": "I was not allowed to run it.", "session_id": sid, "usage": ev{"input_tokens": 10.0, "output_tokens": 6.0, "total_tokens": 16.0,
 					"cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.0001}},
 			},
-			argv: argv(claudeBase),
+			Argv: argv(claudeBase),
 		},
 		{
-			name:    "malformed and reused can_use_tool requests denied by the shim (F-PERM-1)",
-			script:  "permission_malformed.txt",
-			turn:    ev{"message": "touch it", "permission": true},
-			respond: allow,
-			want: []ev{
+			Name:    "malformed and reused can_use_tool requests denied by the shim (F-PERM-1)",
+			Script:  "permission_malformed.txt",
+			Turn:    ev{"message": "touch it", "permission": true},
+			Respond: allow,
+			Want: []ev{
 				{"type": "permission_request", "request_id": "r-ok", "tool_name": "Bash", "input": ev{"command": "true"}, "tool_use_id": "toolu_ok", "session_id": sid},
 				{"type": "partial", "text": "Ran it once.", "session_id": sid},
 				{"type": "result", "text": "Ran it once.", "session_id": sid, "usage": ev{"input_tokens": 10.0, "output_tokens": 6.0, "total_tokens": 16.0,
 					"duration_ms": 257.0, "cost_usd": 0.0001}},
 			},
-			argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
+			Argv: argv(claudeBase, "--permission-prompt-tool", "stdio"),
 		},
 		{
-			name:   "sub-agent events are not streamed",
-			script: "subagent.txt",
-			turn:   ev{"message": "research it"},
-			want: []ev{
+			Name:   "sub-agent events are not streamed",
+			Script: "subagent.txt",
+			Turn:   ev{"message": "research it"},
+			Want: []ev{
 				{"type": "partial", "text": "Summary.", "session_id": sid},
 				{"type": "result", "text": "Summary.", "session_id": sid, "usage": ev{"input_tokens": 10.0, "output_tokens": 2.0, "total_tokens": 12.0,
 					"cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.0001}},
 			},
-			argv: argv(claudeBase),
+			Argv: argv(claudeBase),
 		},
 		{
-			name:   "API 401: is_error with subtype success is an error, synthetic text not streamed",
-			script: "auth_error.txt",
-			turn:   ev{"message": "hi"},
-			want: []ev{
+			Name:   "API 401: is_error with subtype success is an error, synthetic text not streamed",
+			Script: "auth_error.txt",
+			Turn:   ev{"message": "hi"},
+			Want: []ev{
 				{"type": "error", "message": "Invalid API key · Fix external API key", "session_id": "a272f556-1fc3-4a49-b8d0-d4c2284c8e4c",
 					"usage": ev{"cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0}},
 			},
-			argv:   argv(claudeBase),
-			failed: true,
+			Argv:   argv(claudeBase),
+			Failed: true,
 		},
 		{
-			name:   "unknown resume id: errors[] is the message, the id is kept (P-SID-5)",
-			script: "resume_unknown.txt",
-			turn:   ev{"message": "hi", "session_id": "00000000-0000-0000-0000-000000000000"},
-			want: []ev{
+			Name:   "unknown resume id: errors[] is the message, the id is kept (P-SID-5)",
+			Script: "resume_unknown.txt",
+			Turn:   ev{"message": "hi", "session_id": "00000000-0000-0000-0000-000000000000"},
+			Want: []ev{
 				{"type": "error", "message": "No conversation found with session ID: 00000000-0000-0000-0000-000000000000", "session_id": "00000000-0000-0000-0000-000000000000"},
 			},
-			argv:   argv(claudeBase, "--resume=00000000-0000-0000-0000-000000000000"),
-			failed: true,
+			Argv:   argv(claudeBase, "--resume=00000000-0000-0000-0000-000000000000"),
+			Failed: true,
 		},
 		{
-			name:   "CLI dies without a result: exit status and stderr",
-			script: "crash.txt",
-			turn:   ev{"message": "hi"},
-			want: []ev{
+			Name:   "CLI dies without a result: exit status and stderr",
+			Script: "crash.txt",
+			Turn:   ev{"message": "hi"},
+			Want: []ev{
 				{"type": "error", "message": "claude exited with status 3: Error: something broke inside the CLI", "session_id": sid},
 			},
-			argv:   argv(claudeBase),
-			failed: true,
+			Argv:   argv(claudeBase),
+			Failed: true,
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fake := shimtest.NewFake(t, "claude")
-			turn := ev{"type": "turn", "session_id": "", "session_name": "default", "attachments": []any{}, "protocol_version": "0.4"}
-			for k, v := range tt.turn {
-				turn[k] = v
-			}
-			res := shimtest.Drive(t, Run, turn, tt.args, fake.Environ(t, "testdata/"+tt.script), tt.respond)
-			if diff := cmp.Diff(tt.want, res.Events); diff != "" {
-				t.Errorf("events (-want +got):\n%s\nstderr:\n%s", diff, res.Stderr)
-			}
-			if diff := cmp.Diff(tt.argv, fake.Args(t)); diff != "" {
-				t.Errorf("claude argv (-want +got):\n%s", diff)
-			}
-			if got := errors.Is(res.Err, ErrTurnFailed); got != tt.failed || (!tt.failed && res.Err != nil) {
-				t.Errorf("Run error = %v, want failed=%v", res.Err, tt.failed)
-			}
-		})
-	}
+	shimtest.RunReplays(t, "claude", Run, ev{"type": "turn", "session_id": "", "session_name": "default", "attachments": []any{}, "protocol_version": "0.4"}, tests)
 }
 
 // A missing CLI is one clear error event, never silence (issue 7).
@@ -285,21 +258,13 @@ func TestPromptAttachments(t *testing.T) {
 func TestReplayQwen(t *testing.T) {
 	base := []any{"--input-format", "stream-json", "--output-format", "stream-json", "--include-partial-messages"}
 	const qsid, qpsid = "2d494145-bb64-4669-a235-97c1ad4dc89d", "72d7bf51-610b-441f-8ac4-c60a50b4853d"
-	tests := []struct {
-		name    string
-		script  string
-		turn    ev
-		args    []string
-		respond func(ev) ev
-		want    []ev
-		argv    []string
-	}{
+	tests := []shimtest.Replay{
 		{
-			name:   "streamed answer, resumed session",
-			script: "qwen_stream.txt",
-			turn:   ev{"message": "say hi", "session_id": qsid},
-			args:   []string{"--", "--auth-type", "openai"},
-			want: []ev{
+			Name:   "streamed answer, resumed session",
+			Script: "qwen_stream.txt",
+			Turn:   ev{"message": "say hi", "session_id": qsid},
+			Args:   []string{"--", "--auth-type", "openai"},
+			Want: []ev{
 				{"type": "partial", "text": "Hello", "session_id": qsid},
 				{"type": "partial", "text": " from", "session_id": qsid},
 				{"type": "partial", "text": " the", "session_id": qsid},
@@ -308,40 +273,22 @@ func TestReplayQwen(t *testing.T) {
 				{"type": "result", "text": "Hello from the chat mock.", "session_id": qsid,
 					"usage": ev{"input_tokens": 42.0, "output_tokens": 18.0, "total_tokens": 60.0, "duration_ms": 302.0}},
 			},
-			argv: argv(base, "--resume="+qsid, "--auth-type", "openai"),
+			Argv: argv(base, "--resume="+qsid, "--auth-type", "openai"),
 		},
 		{
-			name:    "run_shell_command allowed",
-			script:  "qwen_permission.txt",
-			turn:    ev{"message": "please USE_TOOL now", "permission": true},
-			respond: allow,
-			want: []ev{
+			Name:    "run_shell_command allowed",
+			Script:  "qwen_permission.txt",
+			Turn:    ev{"message": "please USE_TOOL now", "permission": true},
+			Respond: allow,
+			Want: []ev{
 				{"type": "permission_request", "request_id": "938fb6d3-43d7-4c83-a3f3-2b5e1a446231", "tool_name": "run_shell_command",
 					"input": ev{"command": "touch chat_touched.txt", "description": "mock touch"}, "tool_use_id": "call_2141dcc2", "session_id": qpsid},
 				{"type": "partial", "text": "Mock done after tool.", "session_id": qpsid},
 				{"type": "result", "text": "Mock done after tool.", "session_id": qpsid,
 					"usage": ev{"input_tokens": 42.0, "output_tokens": 18.0, "total_tokens": 60.0, "duration_ms": 3620.0}},
 			},
-			argv: argv(base),
+			Argv: argv(base),
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fake := shimtest.NewFake(t, "qwen")
-			turn := ev{"type": "turn", "session_id": "", "protocol_version": "0.4"}
-			for k, v := range tt.turn {
-				turn[k] = v
-			}
-			res := shimtest.Drive(t, RunQwen, turn, tt.args, fake.Environ(t, "testdata/"+tt.script), tt.respond)
-			if diff := cmp.Diff(tt.want, res.Events); diff != "" {
-				t.Errorf("events (-want +got):\n%s\nstderr:\n%s", diff, res.Stderr)
-			}
-			if diff := cmp.Diff(tt.argv, fake.Args(t)); diff != "" {
-				t.Errorf("qwen argv (-want +got):\n%s", diff)
-			}
-			if res.Err != nil {
-				t.Errorf("Run: %v", res.Err)
-			}
-		})
-	}
+	shimtest.RunReplays(t, "qwen", RunQwen, ev{"type": "turn", "session_id": "", "protocol_version": "0.4"}, tests)
 }

@@ -1,0 +1,47 @@
+package shimtest
+
+import (
+	"errors"
+	"maps"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
+)
+
+// Replay is one recorded CLI session played through a shim by a fake CLI.
+type Replay struct {
+	Name    string
+	Script  string                                  // the recording, in testdata
+	Turn    map[string]any                          // merged over the base turn line
+	Args    []string                                // the shim's arguments
+	Respond func(req map[string]any) map[string]any // answers permission requests
+	Want    []map[string]any                        // the AgentProc events expected
+	Argv    []string                                // the arguments the CLI must get
+	Failed  bool                                    // Run must return ErrTurnFailed
+}
+
+// RunReplays plays each case through run against a fake CLI named cli and
+// checks the events, the CLI's arguments and Run's result. base is the
+// turn line each case's Turn is merged over.
+func RunReplays(t *testing.T, cli string, run RunFunc, base map[string]any, cases []Replay) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			fake := NewFake(t, cli)
+			turn := maps.Clone(base)
+			maps.Copy(turn, tc.Turn)
+			res := Drive(t, run, turn, tc.Args, fake.Environ(t, "testdata/"+tc.Script), tc.Respond)
+			if diff := cmp.Diff(tc.Want, res.Events); diff != "" {
+				t.Errorf("events (-want +got):\n%s\nstderr:\n%s", diff, res.Stderr)
+			}
+			if diff := cmp.Diff(tc.Argv, fake.Args(t)); diff != "" {
+				t.Errorf("%s argv (-want +got):\n%s", cli, diff)
+			}
+			if got := errors.Is(res.Err, shimio.ErrTurnFailed); got != tc.Failed || (!tc.Failed && res.Err != nil) {
+				t.Errorf("Run error = %v, want failed=%v", res.Err, tc.Failed)
+			}
+		})
+	}
+}
