@@ -8,10 +8,8 @@
 package claude
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -90,23 +88,12 @@ func RunQwen(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, arg
 
 func run(ctx context.Context, fl flavor, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {
 	em := shimio.NewEmitter(stdout)
-	fs := flag.NewFlagSet("shim "+fl.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	bin := fs.String("bin", fl.cli.Bin, "the `command` to run (name on PATH or a path)")
-	if err := fs.Parse(args); err != nil {
-		return em.Fail(fmt.Sprintf("shim %s: %v", fl.name, err))
-	}
-	cli := fl.cli
-	cli.Bin = *bin
-	in := bufio.NewReaderSize(stdin, 64<<10)
-	turn, err := shimio.ReadTurn(in)
+	st, err := shimio.Begin(em, fl.name, fl.cli, stdin, stderr, args, nil)
 	if err != nil {
-		return em.Fail(fmt.Sprintf("shim %s: %v", fl.name, err))
+		return err
 	}
-	if turn.SessionID != "" && !shimio.ValidResumeID(turn.SessionID) {
-		return em.Fail(fmt.Sprintf("shim %s: session id %q cannot be resumed", fl.name, turn.SessionID))
-	}
-	argv := append(fl.argv(turn), fs.Args()...)
+	cli, turn, in := st.CLI, st.Turn, st.In
+	argv := append(fl.argv(turn), st.Args...)
 	p, err := shimio.Launch(ctx, em, cli, argv, environ, stderr)
 	if err != nil {
 		return err

@@ -25,9 +25,6 @@ const (
 // initialize, thread/start or thread/resume, turn/start, then it answers
 // the server's approval requests with the bridge's permission responses.
 func runAppServer(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn shimio.Turn, in *bufio.Reader, stderr io.Writer, policy string, extra, environ []string) error {
-	if turn.SessionID != "" && !shimio.ValidResumeID(turn.SessionID) {
-		return em.Fail(fmt.Sprintf("shim codex: session id %q cannot be resumed", turn.SessionID))
-	}
 	argv := append([]string{"app-server"}, extra...)
 	p, err := shimio.Launch(ctx, em, c, argv, environ, stderr)
 	if err != nil {

@@ -8,7 +8,6 @@
 package codex
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -42,32 +41,23 @@ var cli = shimio.CLI{Bin: "codex", Install: "npm i -g @openai/codex"}
 // for stdin to end: a reader of stdin lives until the bridge closes it.
 func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {
 	em := shimio.NewEmitter(stdout)
-	fs := flag.NewFlagSet("shim codex", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	bin := fs.String("bin", cli.Bin, "the `command` to run (name on PATH or a path)")
-	policy := fs.String("approval-policy", "untrusted", "app-server approval `policy` with permission on: untrusted (ask before anything not known safe) or on-request (the model asks)")
-	if err := fs.Parse(args); err != nil {
-		return em.Fail(fmt.Sprintf("shim codex: %v", err))
-	}
-	c := cli
-	c.Bin = *bin
-	in := bufio.NewReaderSize(stdin, 64<<10)
-	turn, err := shimio.ReadTurn(in)
+	var policy *string
+	st, err := shimio.Begin(em, "codex", cli, stdin, stderr, args, func(fs *flag.FlagSet) {
+		policy = fs.String("approval-policy", "untrusted", "app-server approval `policy` with permission on: untrusted (ask before anything not known safe) or on-request (the model asks)")
+	})
 	if err != nil {
-		return em.Fail(fmt.Sprintf("shim codex: %v", err))
+		return err
 	}
+	c, turn := st.CLI, st.Turn
 	if turn.Permission {
-		return runAppServer(ctx, c, em, turn, in, stderr, *policy, fs.Args(), environ)
+		return runAppServer(ctx, c, em, turn, st.In, stderr, *policy, st.Args, environ)
 	}
 	argv := []string{"exec"}
 	if turn.SessionID != "" {
-		if !shimio.ValidResumeID(turn.SessionID) {
-			return em.Fail(fmt.Sprintf("shim codex: session id %q cannot be resumed", turn.SessionID))
-		}
 		argv = append(argv, "resume")
 	}
 	argv = append(argv, "--json", "--skip-git-repo-check")
-	argv = append(argv, fs.Args()...)
+	argv = append(argv, st.Args...)
 	if turn.SessionID != "" {
 		argv = append(argv, turn.SessionID)
 	}

@@ -6,10 +6,8 @@
 package gemini
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -33,26 +31,16 @@ var cli = shimio.CLI{Bin: "gemini", Install: "npm i -g @google/gemini-cli"}
 // event, or ctx's error when stopped.
 func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {
 	em := shimio.NewEmitter(stdout)
-	fs := flag.NewFlagSet("shim gemini", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	bin := fs.String("bin", cli.Bin, "the `command` to run (name on PATH or a path)")
-	if err := fs.Parse(args); err != nil {
-		return em.Fail(fmt.Sprintf("shim gemini: %v", err))
-	}
-	c := cli
-	c.Bin = *bin
-	turn, err := shimio.ReadTurn(bufio.NewReader(stdin))
+	st, err := shimio.Begin(em, "gemini", cli, stdin, stderr, args, nil)
 	if err != nil {
-		return em.Fail(fmt.Sprintf("shim gemini: %v", err))
+		return err
 	}
+	c, turn := st.CLI, st.Turn
 	argv := []string{"--output-format", "stream-json"}
 	if turn.SessionID != "" {
-		if !shimio.ValidResumeID(turn.SessionID) {
-			return em.Fail(fmt.Sprintf("shim gemini: session id %q cannot be resumed", turn.SessionID))
-		}
 		argv = append(argv, "--resume", turn.SessionID)
 	}
-	argv = append(argv, fs.Args()...)
+	argv = append(argv, st.Args...)
 	p, err := shimio.Launch(ctx, em, c, argv, environ, stderr)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -369,6 +370,39 @@ func Start(ctx context.Context, c CLI, args, environ []string, stderr io.Writer)
 		return nil, fmt.Errorf("start %s: %w", c.Bin, err)
 	}
 	return &Proc{cmd: cmd, Stdin: stdin, Stdout: stdout, tail: tail}, nil
+}
+
+// Setup is what a shim knows once its turn has begun.
+type Setup struct {
+	CLI  CLI           // with --bin applied
+	Turn Turn          // the turn line
+	In   *bufio.Reader // stdin after the turn line: permission responses
+	Args []string      // arguments after the shim's flags, passed to the CLI
+}
+
+// Begin starts a shim's turn: it parses args (--bin, and any flags define
+// adds), reads the turn line and checks that its session id, if any, can
+// be resumed. A failure becomes the turn's error event and is returned.
+func Begin(em *Emitter, name string, c CLI, stdin io.Reader, stderr io.Writer, args []string, define func(*flag.FlagSet)) (Setup, error) {
+	fs := flag.NewFlagSet("shim "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bin := fs.String("bin", c.Bin, "the `command` to run (name on PATH or a path)")
+	if define != nil {
+		define(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return Setup{}, em.Fail(fmt.Sprintf("shim %s: %v", name, err))
+	}
+	c.Bin = *bin
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	turn, err := ReadTurn(in)
+	if err != nil {
+		return Setup{}, em.Fail(fmt.Sprintf("shim %s: %v", name, err))
+	}
+	if turn.SessionID != "" && !ValidResumeID(turn.SessionID) {
+		return Setup{}, em.Fail(fmt.Sprintf("shim %s: session id %q cannot be resumed", name, turn.SessionID))
+	}
+	return Setup{CLI: c, Turn: turn, In: in, Args: fs.Args()}, nil
 }
 
 // Launch starts the CLI like Start; when it cannot, it reports why as the
