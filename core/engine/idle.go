@@ -43,13 +43,15 @@ func (w *idleWatch) fire() {
 	} // else: re-armed when the prompt closes
 }
 
-// active notes an event from the agent.
+// active notes an event from the agent. It runs for every partial, so a
+// watch that watches nothing returns without locking.
 func (w *idleWatch) active() {
+	if w.d <= 0 {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.timer != nil {
-		w.timer.Reset(w.d)
-	}
+	w.timer.Reset(w.d)
 }
 
 // prompt notes a permission prompt opening (open) or closing; the silence
