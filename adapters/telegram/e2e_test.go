@@ -214,9 +214,7 @@ func TestE2ELongAnswerSplitsKeepingCodeBlocks(t *testing.T) {
 			t.Errorf("message %d has no complete code block: %.200q", i, m.Text)
 		}
 		for _, b := range blocks {
-			for _, l := range strings.Split(strings.TrimRight(html.UnescapeString(b[1]), "\n"), "\n") {
-				code = append(code, l)
-			}
+			code = append(code, strings.Split(strings.TrimRight(html.UnescapeString(b[1]), "\n"), "\n")...)
 		}
 	}
 	if len(code) != lines {

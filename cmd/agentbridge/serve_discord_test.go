@@ -18,36 +18,16 @@ const discordTestToken = "serve-test-bot-token-0123456789"
 
 // syncBuffer is a bytes.Buffer safe for serve's logger and the test.
 type syncBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	changed chan struct{} // closed and replaced on every write
+	mu sync.Mutex
+	b  bytes.Buffer
 }
 
-func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{})} }
+func newSyncBuffer() *syncBuffer { return &syncBuffer{} }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	close(s.changed)
-	s.changed = make(chan struct{})
 	return s.b.Write(p)
-}
-
-// waitFor blocks until the buffer contains want or ctx ends.
-func (s *syncBuffer) waitFor(ctx context.Context, want string) bool {
-	for {
-		s.mu.Lock()
-		ok, ch := strings.Contains(s.b.String(), want), s.changed
-		s.mu.Unlock()
-		if ok {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		}
-	}
 }
 
 func (s *syncBuffer) String() string {

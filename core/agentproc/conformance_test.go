@@ -10,10 +10,23 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// conformanceFile returns the path of a shared conformance fixture. The
-// shared tree sits beside the checkout: <repoRoot>/../shared/agentproc/conformance.
-func conformanceFile(t testing.TB, name string) string {
+// fixture is one copy of a conformance file.
+type fixture struct {
+	source string // "testdata" or "upstream"
+	data   []byte
+}
+
+// conformanceFixtures returns the project's copy of a conformance file
+// (testdata/conformance, always there) and, when the shared tree sits beside
+// the checkout (<repoRoot>/../shared/agentproc/conformance), the upstream
+// one as well, so a clone stands alone and a newer upstream is still run.
+func conformanceFixtures(t testing.TB, name string) []fixture {
 	t.Helper()
+	own, err := os.ReadFile(filepath.Join("testdata", "conformance", name))
+	if err != nil {
+		t.Fatalf("conformance fixture: %v", err)
+	}
+	out := []fixture{{"testdata", own}}
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -24,50 +37,78 @@ func conformanceFile(t testing.TB, name string) string {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
+			return out
 		}
 		dir = parent
 	}
-	return filepath.Join(dir, "..", "shared", "agentproc", "conformance", name)
+	if up, err := os.ReadFile(filepath.Join(dir, "..", "shared", "agentproc", "conformance", name)); err == nil {
+		out = append(out, fixture{"upstream", up})
+	}
+	return out
 }
 
-func readJSON(t testing.TB, name string, v any) {
+// forEachFixture decodes every copy of the conformance file name into a
+// fresh T and runs f on it as a subtest named for its source.
+func forEachFixture[T any](t *testing.T, name string, f func(t *testing.T, file *T)) {
+	for _, fx := range conformanceFixtures(t, name) {
+		t.Run(fx.source, func(t *testing.T) {
+			file := new(T)
+			if err := json.Unmarshal(fx.data, file); err != nil {
+				t.Fatalf("%s (%s): %v", name, fx.source, err)
+			}
+			f(t, file)
+		})
+	}
+}
+
+// conformanceLines returns the stdout line of every case in every copy of
+// cases.json, as fuzz seeds.
+func conformanceLines(t testing.TB) []string {
 	t.Helper()
-	data, err := os.ReadFile(conformanceFile(t, name))
-	if err != nil {
-		t.Fatalf("conformance fixture: %v", err)
+	var lines []string
+	for _, fx := range conformanceFixtures(t, "cases.json") {
+		var file struct {
+			Cases []struct {
+				Line string `json:"line"`
+			} `json:"cases"`
+		}
+		if err := json.Unmarshal(fx.data, &file); err != nil {
+			t.Fatalf("cases.json (%s): %v", fx.source, err)
+		}
+		for _, c := range file.Cases {
+			lines = append(lines, c.Line)
+		}
 	}
-	if err := json.Unmarshal(data, v); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	return lines
 }
 
 // TestClassifyConformance checks every line of cases.json (P-OUT-1, P-OUT-2,
 // P-PART-2, P-OUT-3; the legacy session/text events are malformed).
 func TestClassifyConformance(t *testing.T) {
-	var file struct {
+	type casesFile struct {
 		Cases []struct {
 			Line   string         `json:"line"`
 			Expect map[string]any `json:"expect"`
 		} `json:"cases"`
 	}
-	readJSON(t, "cases.json", &file)
-	if len(file.Cases) == 0 {
-		t.Fatal("no cases")
-	}
-	for _, c := range file.Cases {
-		l := Classify([]byte(c.Line))
-		got := map[string]any{"kind": l.Kind, "value": l.Value}
-		if l.Role != "" {
-			got["role"] = l.Role
+	forEachFixture(t, "cases.json", func(t *testing.T, file *casesFile) {
+		if len(file.Cases) == 0 {
+			t.Fatal("no cases")
 		}
-		if l.SessionID != "" {
-			got["session_id"] = l.SessionID
+		for _, c := range file.Cases {
+			l := Classify([]byte(c.Line))
+			got := map[string]any{"kind": l.Kind, "value": l.Value}
+			if l.Role != "" {
+				got["role"] = l.Role
+			}
+			if l.SessionID != "" {
+				got["session_id"] = l.SessionID
+			}
+			if diff := cmp.Diff(c.Expect, got); diff != "" {
+				t.Errorf("Classify(%q) mismatch (-want +got):\n%s", c.Line, diff)
+			}
 		}
-		if diff := cmp.Diff(c.Expect, got); diff != "" {
-			t.Errorf("Classify(%q) mismatch (-want +got):\n%s", c.Line, diff)
-		}
-	}
+	})
 }
 
 // TestScenariosConformance runs every scenarios.json turn through Run with a
@@ -81,7 +122,7 @@ func TestScenariosConformance(t *testing.T) {
 		ExitCode  int      `json:"exit_code"`
 		Partials  []string `json:"partials"`
 	}
-	var file struct {
+	type scenariosFile struct {
 		Scenarios []struct {
 			Name      string   `json:"name"`
 			Lines     []string `json:"lines"`
@@ -89,48 +130,49 @@ func TestScenariosConformance(t *testing.T) {
 			Expect    expect   `json:"expect"`
 		} `json:"scenarios"`
 	}
-	readJSON(t, "scenarios.json", &file)
-	if len(file.Scenarios) == 0 {
-		t.Fatal("no scenarios")
-	}
-	for _, sc := range file.Scenarios {
-		t.Run(sc.Name, func(t *testing.T) {
-			t.Parallel()
-			p := agentProfile(t, "lines", map[string]string{"AGENT_LINES": mustJSON(sc.Lines)})
-			p.Streaming = sc.Streaming == nil || *sc.Streaming
-			var events []string
-			var outputSeen bool
-			o, err := Run(context.Background(), p, Turn{Message: "hi"}, Options{
-				CollectPartials: true,
-				OnEvent: func(e Event) {
-					if e.Kind == EventPartial {
-						events = append(events, e.Text)
-						outputSeen = outputSeen || e.Role == "output"
-					}
-				},
+	forEachFixture(t, "scenarios.json", func(t *testing.T, file *scenariosFile) {
+		if len(file.Scenarios) == 0 {
+			t.Fatal("no scenarios")
+		}
+		for _, sc := range file.Scenarios {
+			t.Run(sc.Name, func(t *testing.T) {
+				t.Parallel()
+				p := agentProfile(t, "lines", map[string]string{"AGENT_LINES": mustJSON(sc.Lines)})
+				p.Streaming = sc.Streaming == nil || *sc.Streaming
+				var events []string
+				var outputSeen bool
+				o, err := Run(context.Background(), p, Turn{Message: "hi"}, Options{
+					CollectPartials: true,
+					OnEvent: func(e Event) {
+						if e.Kind == EventPartial {
+							events = append(events, e.Text)
+							outputSeen = outputSeen || e.Role == "output"
+						}
+					},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := expect{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: o.ExitCode, Partials: o.Partials}
+				if got.Partials == nil {
+					got.Partials = []string{}
+				}
+				if diff := cmp.Diff(sc.Expect, got); diff != "" {
+					t.Errorf("outcome mismatch (-want +got):\n%s\nstderr: %s", diff, o.Stderr)
+				}
+				if diff := cmp.Diff(o.Partials, events); diff != "" {
+					t.Errorf("OnEvent partials differ from Outcome.Partials (-outcome +events):\n%s", diff)
+				}
+				// Reply and PartialsSeen never both claim the body.
+				if o.Reply != "" && o.PartialsSeen {
+					t.Errorf("PartialsSeen with a non-empty Reply %q", o.Reply)
+				}
+				if o.PartialsSeen != outputSeen {
+					t.Errorf("PartialsSeen = %v, but output partials forwarded = %v", o.PartialsSeen, outputSeen)
+				}
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := expect{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: o.ExitCode, Partials: o.Partials}
-			if got.Partials == nil {
-				got.Partials = []string{}
-			}
-			if diff := cmp.Diff(sc.Expect, got); diff != "" {
-				t.Errorf("outcome mismatch (-want +got):\n%s\nstderr: %s", diff, o.Stderr)
-			}
-			if diff := cmp.Diff(o.Partials, events); diff != "" {
-				t.Errorf("OnEvent partials differ from Outcome.Partials (-outcome +events):\n%s", diff)
-			}
-			// Reply and PartialsSeen never both claim the body.
-			if o.Reply != "" && o.PartialsSeen {
-				t.Errorf("PartialsSeen with a non-empty Reply %q", o.Reply)
-			}
-			if o.PartialsSeen != outputSeen {
-				t.Errorf("PartialsSeen = %v, but output partials forwarded = %v", o.PartialsSeen, outputSeen)
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestDiagnosticsMatchFile checks the embedded rules against
@@ -139,7 +181,7 @@ func TestDiagnosticsMatchFile(t *testing.T) {
 	type rule struct {
 		ID, Pattern, Flags, Hint string
 	}
-	var file struct {
+	type diagnosticsFile struct {
 		Rules []struct {
 			ID      string `json:"id"`
 			Pattern string `json:"pattern"`
@@ -149,20 +191,21 @@ func TestDiagnosticsMatchFile(t *testing.T) {
 			Expect  string `json:"expect"`
 		} `json:"rules"`
 	}
-	readJSON(t, "diagnostics.json", &file)
-	var want, got []rule
-	for _, r := range file.Rules {
-		want = append(want, rule{r.ID, r.Pattern, r.Flags, r.Hint})
-		if h := Diagnose(r.Sample); h != r.Expect {
-			t.Errorf("rule %s: Diagnose(%q) = %q, want %q", r.ID, r.Sample, h, r.Expect)
+	forEachFixture(t, "diagnostics.json", func(t *testing.T, file *diagnosticsFile) {
+		var want, got []rule
+		for _, r := range file.Rules {
+			want = append(want, rule{r.ID, r.Pattern, r.Flags, r.Hint})
+			if h := Diagnose(r.Sample); h != r.Expect {
+				t.Errorf("rule %s: Diagnose(%q) = %q, want %q", r.ID, r.Sample, h, r.Expect)
+			}
 		}
-	}
-	for _, r := range diagRules {
-		got = append(got, rule{r.ID, r.Pattern, r.Flags, r.Hint})
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("embedded rules differ from diagnostics.json (-file +embedded):\n%s", diff)
-	}
+		for _, r := range diagRules {
+			got = append(got, rule{r.ID, r.Pattern, r.Flags, r.Hint})
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("embedded rules differ from diagnostics.json (-file +embedded):\n%s", diff)
+		}
+	})
 	if h := Diagnose("all fine here"); h != "" {
 		t.Errorf("Diagnose(no match) = %q, want empty", h)
 	}
@@ -171,14 +214,8 @@ func TestDiagnosticsMatchFile(t *testing.T) {
 // FuzzClassify checks that no line crashes the classifier and that its
 // result is always one of the five kinds with a value of the right type.
 func FuzzClassify(f *testing.F) {
-	var file struct {
-		Cases []struct {
-			Line string `json:"line"`
-		} `json:"cases"`
-	}
-	readJSON(f, "cases.json", &file)
-	for _, c := range file.Cases {
-		f.Add([]byte(c.Line))
+	for _, line := range conformanceLines(f) {
+		f.Add([]byte(line))
 	}
 	f.Add([]byte("{\"type\":\"partial\",\"text\":\"\xff\xfe\"}"))
 	f.Add([]byte(`{"type":"permission_request","request_id":"1","input":[1]}`))

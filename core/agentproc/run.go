@@ -717,8 +717,9 @@ func (a *assembler) read(rd io.Reader) {
 		a.log.LogAttrs(context.Background(), slog.LevelWarn, "stdout line too long; skipped (D-LINE-1)",
 			slog.Int("bytes", n), slog.Int("max", MaxLineBytes))
 	}
+	// readLines always ends with an error; io.EOF is the normal one.
 	err := readLines(rd, MaxLineBytes, a.handle, tooLong)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
 		a.log.LogAttrs(context.Background(), slog.LevelWarn, "reading agent stdout failed", slog.Any("err", err))
 	}
 }

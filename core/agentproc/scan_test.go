@@ -68,14 +68,8 @@ var scanSeeds = []string{
 // whenever scanLine accepts a line, Classify must say the same about it
 // (P-OUT-1, P-OUT-2, P-PART-2), with or without a previous session id.
 func FuzzScanLineMatchesClassify(f *testing.F) {
-	var file struct {
-		Cases []struct {
-			Line string `json:"line"`
-		} `json:"cases"`
-	}
-	readJSON(f, "cases.json", &file)
-	for _, c := range file.Cases {
-		f.Add([]byte(c.Line), "")
+	for _, line := range conformanceLines(f) {
+		f.Add([]byte(line), "")
 	}
 	for _, s := range scanSeeds {
 		f.Add([]byte(s), "")

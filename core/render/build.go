@@ -439,7 +439,7 @@ func (b *builder) textValue(n *ast.Text) string {
 }
 
 func decode(v []byte) string {
-	if bytes.IndexAny(v, `\&`) < 0 {
+	if !bytes.ContainsAny(v, `\&`) {
 		return string(v)
 	}
 	var sb strings.Builder
