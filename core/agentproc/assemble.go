@@ -1,0 +1,142 @@
+// This file: spec/protocol.md, "stdout: events" — turning classified lines
+// into the caller's events and the reply, session id, error and usage.
+
+package agentproc
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+)
+
+// EventKind says what an Event carries.
+type EventKind int
+
+// Event kinds.
+const (
+	EventPartial    EventKind = iota + 1 // a forwarded partial (only when Streaming, and not after an error)
+	EventPermission                      // a permission request to answer (only when Permission)
+)
+
+// Event is something the caller sees while the turn runs.
+type Event struct {
+	Kind    EventKind
+	Text    string             // EventPartial: the chunk
+	Role    string             // EventPartial: "output" (default when absent) or the agent's role string, e.g. "thinking"
+	Request *PermissionRequest // EventPermission
+}
+
+// assembler turns classified stdout lines into events and the outcome's
+// body, session id and error. Only the stdout reader goroutine touches it
+// until Run reads the result.
+type assembler struct {
+	p    *Profile
+	opts Options
+	log  *slog.Logger
+	ts   *turnState
+
+	sessionID  string
+	partials   []string
+	outputSeen bool // an output partial was forwarded: the body was streamed
+	resultSeen bool
+	resultText string
+	errored    bool
+	errMsg     string
+	usage      *Usage
+}
+
+// handle applies one stdout line to the turn. Common lines take the
+// allocation-light scanLine path; everything else goes through Classify.
+func (a *assembler) handle(line []byte) {
+	if s, ok := scanLine(line, a.sessionID); ok {
+		a.apply(s, nil)
+		return
+	}
+	l := Classify(line)
+	if l.Kind == KindMalformed {
+		a.log.LogAttrs(context.Background(), slog.LevelWarn, "ignored a malformed stdout line (P-OUT-2)", slog.String("line", clip(line, 200)))
+		return
+	}
+	s := scanned{kind: l.Kind, role: l.Role, sessionID: l.SessionID}
+	s.text, _ = l.Value.(string)
+	a.apply(s, &l)
+}
+
+// apply applies one classified line; l is the full classification when
+// there is one (it carries usage and a permission request's fields).
+func (a *assembler) apply(l scanned, full *Line) {
+	ctx := context.Background()
+	if l.sessionID != "" {
+		switch {
+		case l.sessionID == a.sessionID:
+		case !ValidSessionID(l.sessionID):
+			a.log.LogAttrs(ctx, slog.LevelWarn, "dropped an invalid session_id (F-SID-1)", slog.String("session_id", clip([]byte(l.sessionID), 200)))
+		case a.sessionID == "":
+			a.sessionID = l.sessionID
+		default:
+			a.log.LogAttrs(ctx, slog.LevelWarn, "agent changed its session_id mid-turn; keeping the first (P-SID-4)",
+				slog.String("first", a.sessionID), slog.String("later", clip([]byte(l.sessionID), 200)))
+		}
+	}
+	var usage *Usage
+	if full != nil {
+		usage = full.Usage
+	}
+	switch l.kind {
+	case KindPartial:
+		if !a.p.Streaming || a.errored { // P-PART-1, P-ERR-1
+			return
+		}
+		text := l.text
+		role := l.role
+		if role == "" {
+			role = "output"
+		}
+		if role == "output" {
+			a.outputSeen = true
+		}
+		if a.opts.CollectPartials {
+			a.partials = append(a.partials, text)
+		}
+		if a.opts.OnEvent != nil {
+			a.opts.OnEvent(Event{Kind: EventPartial, Text: text, Role: role})
+		}
+	case KindResult:
+		switch {
+		case a.errored:
+			a.log.LogAttrs(ctx, slog.LevelWarn, "discarded a result after an error (P-ERR-2)")
+		case a.resultSeen:
+			a.log.LogAttrs(ctx, slog.LevelWarn, "ignored a second result (P-RES-1)")
+		default:
+			a.resultSeen = true
+			a.resultText = l.text
+			if usage != nil {
+				a.usage = usage
+			}
+		}
+	case KindError:
+		if a.errored {
+			a.log.LogAttrs(ctx, slog.LevelWarn, "ignored a second error event")
+			return
+		}
+		a.errored = true
+		a.errMsg = l.text
+		if usage != nil {
+			a.usage = usage
+		}
+		// Pending permission requests are moot once the turn has failed.
+		a.ts.end("", false)
+	case KindPermissionRequest:
+		if full != nil {
+			a.permission(*full)
+		}
+	}
+}
+
+// clip shortens b for a log line, keeping it valid UTF-8.
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(bytes.ToValidUTF8(b, []byte("\uFFFD")))
+}

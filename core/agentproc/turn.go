@@ -1,0 +1,61 @@
+// This file: spec/protocol.md, "stdin: the turn" — the turn line the bridge
+// writes first (P-TURN-1) and the input it is built from.
+
+package agentproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// ProtocolVersion is the wire version written in every turn line (P-TURN-1).
+const ProtocolVersion = "0.4"
+
+// ErrEmptyTurn is returned by Run for a turn with no message and no
+// attachment (F-EMPTY-1); nothing is started.
+var ErrEmptyTurn = errors.New("empty turn: no message and no attachment")
+
+// Attachment is one file handed to the agent in the turn line (D-ATT-1).
+type Attachment struct {
+	Kind string `json:"kind"`
+	URL  string `json:"url"`
+	Name string `json:"name,omitempty"`
+	MIME string `json:"mime,omitempty"`
+	Size int64  `json:"size,omitempty"`
+}
+
+// Turn is the input of one turn.
+type Turn struct {
+	Message     string
+	SessionID   string // previous turn's agent session id; "" = new session
+	SessionName string // "" → "default"
+	Attachments []Attachment
+}
+
+// turnLine is the stdin turn object (P-TURN-1).
+type turnLine struct {
+	Type            string       `json:"type"`
+	Message         string       `json:"message"`
+	SessionID       string       `json:"session_id"`
+	SessionName     string       `json:"session_name"`
+	Attachments     []Attachment `json:"attachments"`
+	Permission      bool         `json:"permission,omitempty"`
+	ProtocolVersion string       `json:"protocol_version"`
+}
+
+func encodeTurn(t Turn, sessionName string, permission bool) []byte {
+	atts := t.Attachments
+	if atts == nil {
+		atts = []Attachment{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	// Encoding strings and ints cannot fail.
+	_ = enc.Encode(turnLine{
+		Type: "turn", Message: t.Message, SessionID: t.SessionID, SessionName: sessionName,
+		Attachments: atts, Permission: permission, ProtocolVersion: ProtocolVersion,
+	})
+	return buf.Bytes()
+}
