@@ -12,8 +12,14 @@ import (
 
 const exampleFile = "../config.example.yaml"
 
-// dummyEnv sets every variable, as an operator following the example would.
-func dummyEnv(name string) (string, bool) { return "dummy_" + strings.ToLower(name), true }
+// dummyEnv sets every variable the example references, as an operator
+// following it would; AGENTBRIDGE_STATE_DIR, which moves the store, stays unset.
+func dummyEnv(name string) (string, bool) {
+	if name == StateDirEnv {
+		return "", false
+	}
+	return "dummy_" + strings.ToLower(name), true
+}
 
 // TestExampleConfig keeps config.example.yaml loadable: it is the
 // documentation operators copy.

@@ -48,7 +48,7 @@ func (d *decoder) validate(c *Config, dir string) {
 	if c.Store == "" {
 		d.fail(d.line("store"), "store", "must not be empty")
 	} else {
-		c.Store = absPath(dir, c.Store)
+		c.Store = absPath(d.stateDir(dir), c.Store)
 	}
 
 	d.validateProfiles(c, dir)
@@ -275,6 +275,25 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// StateDirEnv names the environment variable that, when set to an absolute
+// directory, is where a relative store path resolves instead of the
+// config file's directory. The images and the systemd unit set it to
+// their writable state directory, so `store: agentbridge.db` lands in the
+// volume even though the config itself is mounted read-only elsewhere.
+const StateDirEnv = "AGENTBRIDGE_STATE_DIR"
+
+// stateDir is the directory a relative store path resolves against:
+// $AGENTBRIDGE_STATE_DIR when it is set and absolute, else the config's.
+func (d *decoder) stateDir(configDir string) string {
+	if v, ok := d.lookup(StateDirEnv); ok && v != "" {
+		if filepath.IsAbs(v) {
+			return v
+		}
+		d.warn(d.line("store"), "store", StateDirEnv+" is not an absolute path, so it is ignored: the store resolves next to the config file")
+	}
+	return configDir
 }
 
 func absPath(dir, p string) string {

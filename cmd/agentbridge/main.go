@@ -28,13 +28,11 @@ usage:
   agentbridge serve --config FILE                    run the configured chat adapters
   agentbridge validate CONFIG                        check a config file and exit
   agentbridge shim NAME [ARGS]                       run an agent CLI as an AgentProc agent (profiles use this)
+  agentbridge health [URL]                           probe a running serve's /healthz (exit 0 when healthy)
   agentbridge version                                print the version
 
 Run 'agentbridge COMMAND -h' for a command's flags.
 `
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // run is the whole program, with its environment passed in so tests can call
 // it directly.
@@ -57,8 +55,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdDemoAgent(ctx, rest, stdin, stdout, stderr)
 	case "shim":
 		return cmdShim(ctx, rest, stdin, stdout, stderr)
+	case "health":
+		return cmdHealth(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "agentbridge", version)
+		fmt.Fprintln(stdout, "agentbridge", buildVersion())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -83,16 +83,30 @@ func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...)}
 }
 
+// statusError is printed like any error but exits with its own status, for
+// failures a service manager must tell apart (see exitAdaptersStopped).
+type statusError struct {
+	err  error
+	code int
+}
+
+func (e statusError) Error() string { return e.err.Error() }
+func (e statusError) Unwrap() error { return e.err }
+
 // exitStatus maps run's error to a process exit status, printing it if it
 // has something to say.
 func exitStatus(err error, stderr io.Writer) int {
 	var code exitCode
 	var uerr usageError
+	var serr statusError
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &code):
 		return int(code)
+	case errors.As(err, &serr):
+		fmt.Fprintln(stderr, "agentbridge:", err)
+		return serr.code
 	case errors.As(err, &uerr):
 		fmt.Fprintln(stderr, "agentbridge:", err)
 		return 2

@@ -48,6 +48,14 @@ func enabledPlatforms(cfg *config.Config) []string {
 	return names
 }
 
+// exitAdaptersStopped is serve's exit status when every adapter stopped for
+// good (core.ErrFatal: a rejected token, a disallowed intent, another
+// poller on the same bot). Like 2 (an invalid config or profile, no
+// platform enabled: a usageError) it means "fix the config, restarting
+// will not help", so deploy/agentbridge.service keeps both out of its
+// restart loop (RestartPreventExitStatus=). Any other failure exits 1.
+const exitAdaptersStopped = 3
+
 // cmdServe runs every enabled adapter against one engine until SIGTERM or
 // SIGINT, then drains.
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -145,7 +153,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	stopAdapters()
 	wg.Wait()
 	if len(fatalErrs) == len(platforms) {
-		return fmt.Errorf("every adapter stopped: %w", errors.Join(fatalErrs...))
+		return statusError{fmt.Errorf("every adapter stopped: %w", errors.Join(fatalErrs...)), exitAdaptersStopped}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -224,5 +225,10 @@ telegram:
 	out := err.Error() + stderr.String()
 	if !strings.Contains(out, "409") || strings.Contains(out, "CONFLICT-SECRET") {
 		t.Errorf("serve error %q; want the 409 explained without the token\n%s", err, stderr.String())
+	}
+	// Another poller is a deployment mistake: the status a service
+	// manager is told not to restart on (deploy/agentbridge.service).
+	if code := exitStatus(err, io.Discard); code != exitAdaptersStopped {
+		t.Errorf("exit status %d, want %d", code, exitAdaptersStopped)
 	}
 }
