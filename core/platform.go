@@ -71,12 +71,13 @@ type Notifier interface {
 	Notify(ctx context.Context, conv ConversationKey, user User, text string) error
 }
 
-// Finisher is an optional Platform capability for platforms that stage a
-// streamed reply before it becomes a real message (Telegram drafts): the
-// presenter calls Finish for each message of a reply, in order, once its
-// text is final, so the platform need not guess when streaming has ended.
-type Finisher interface {
-	Finish(ctx context.Context, ref MessageRef) error
+// MessageFinalizer is an optional Platform capability for platforms that
+// keep a message provisional while its text is streamed (a Telegram draft
+// becomes a real message; Slack's :eyes: reaction comes off): the presenter
+// calls FinalizeMessage for each message of a reply, in order, once its text
+// is final, so the platform need not guess when streaming has ended.
+type MessageFinalizer interface {
+	FinalizeMessage(ctx context.Context, ref MessageRef) error
 }
 
 // Streamer is an optional Platform capability: a native way to stream a

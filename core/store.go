@@ -66,6 +66,12 @@ type Store interface {
 	// Journal lists the turns in flight, oldest first.
 	Journal(ctx context.Context) ([]JournalEntry, error)
 
+	Cursors
+}
+
+// Cursors keeps adapters' positions under names each adapter chooses: all
+// an adapter needs of the Store.
+type Cursors interface {
 	// Cursor returns an adapter's saved position (e.g. a Telegram update
 	// offset) under name; "" when none.
 	Cursor(ctx context.Context, name string) (string, error)

@@ -176,19 +176,6 @@ func (a *Adapter) Limits() core.Limits {
 	}
 }
 
-// FatalError is returned by Run when Discord refuses the bot for good: a
-// bad token or intents the application may not use.
-type FatalError struct {
-	Code   int // the gateway close code, or the HTTP status for REST
-	Reason string
-}
-
-func (e *FatalError) Error() string { return "discord: " + e.Reason }
-
-// Is makes a FatalError match core.ErrFatal, so the supervisor stops
-// restarting the adapter.
-func (e *FatalError) Is(target error) bool { return target == core.ErrFatal }
-
 // fatalClose explains the gateway close codes that reconnecting cannot fix.
 func fatalClose(code int) (string, bool) {
 	switch code {
@@ -219,7 +206,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		}
 		var re *discordgo.RESTError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
-			return &FatalError{Code: http.StatusUnauthorized, Reason: "Discord rejected the bot token (HTTP 401 on /users/@me): check discord.token"}
+			return core.Fatal(errors.New("discord: Discord rejected the bot token (HTTP 401 on /users/@me): check discord.token"))
 		}
 		return fmt.Errorf("discord: check bot token: %w", a.scrub(err))
 	}
@@ -227,7 +214,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	a.botID = me.ID
 	a.mu.Unlock()
 	if !a.opts.MessageContent {
-		a.log.Info("discord: message_content is off: the bot answers mentions, replies to its messages and DMs only")
+		a.log.Info("message_content is off: the bot answers mentions, replies to its messages and DMs only")
 	}
 
 	in := newInbound(ctx, a, h)
@@ -302,14 +289,14 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			if errors.As(err, &ce) {
 				if why, fatal := fatalClose(ce.Code); fatal {
 					a.sess.Close()
-					return &FatalError{Code: ce.Code, Reason: why}
+					return core.Fatal(errors.New("discord: " + why))
 				}
 			}
 			if errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 				a.sess.Close()
 			}
 			wait := pause.Jitter(backoff)
-			a.log.Warn("discord: gateway connect failed; retrying", "err", a.scrub(err), "backoff", wait)
+			a.log.Warn("gateway connect failed; retrying", "err", a.scrub(err), "backoff", wait)
 			if pause.Sleep(ctx, wait) != nil {
 				return nil
 			}
@@ -317,7 +304,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			continue
 		}
 		connectedAt := time.Now()
-		a.log.Info("discord: connected to gateway")
+		a.log.Info("connected to gateway")
 		select {
 		case <-ctx.Done():
 			a.sess.Close()
@@ -329,7 +316,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		}
 		// Reconnect at once after a healthy connection (op 7, a dropped
 		// socket); back off when connections keep failing.
-		a.log.Info("discord: gateway disconnected; reconnecting")
+		a.log.Info("gateway disconnected; reconnecting")
 		if time.Since(connectedAt) < 5*time.Second {
 			if pause.Sleep(ctx, pause.Jitter(backoff)) != nil {
 				return nil

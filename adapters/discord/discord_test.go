@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -479,9 +480,8 @@ func TestFatalCloses(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			err = a.Run(ctx, newRecorder())
-			var fe *FatalError
-			if !errors.As(err, &fe) || fe.Code != tc.code || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Run = %v, want a FatalError %d mentioning %q", err, tc.code, tc.want)
+			if !errors.Is(err, core.ErrFatal) || !strings.Contains(err.Error(), fmt.Sprintf("close %d", tc.code)) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v, want a fatal error naming close %d and mentioning %q", err, tc.code, tc.want)
 			}
 			if strings.Contains(err.Error(), testToken) {
 				t.Error("token in error")
@@ -506,9 +506,8 @@ func TestFatalCloseWhileConnected(t *testing.T) {
 	fake.CloseNextHandshake(4004)
 	fake.CloseGateway(4000)
 	err = <-done
-	var fe *FatalError
-	if !errors.As(err, &fe) || fe.Code != 4004 {
-		t.Fatalf("Run = %v, want FatalError 4004", err)
+	if !errors.Is(err, core.ErrFatal) || !strings.Contains(err.Error(), "close 4004") {
+		t.Fatalf("Run = %v, want a fatal error naming close 4004", err)
 	}
 }
 
@@ -520,9 +519,8 @@ func TestBadToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = a.Run(context.Background(), newRecorder())
-	var fe *FatalError
-	if !errors.As(err, &fe) || fe.Code != 401 {
-		t.Fatalf("Run = %v, want FatalError 401", err)
+	if !errors.Is(err, core.ErrFatal) || !strings.Contains(err.Error(), "HTTP 401") {
+		t.Fatalf("Run = %v, want a fatal error naming HTTP 401", err)
 	}
 	if strings.Contains(err.Error(), testToken) || !strings.Contains(err.Error(), "token") {
 		t.Errorf("error %q must name the problem and not contain the token", err)

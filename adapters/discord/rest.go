@@ -219,7 +219,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	m, err := a.sess.ChannelMessageSendComplex(ch, send, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
 	if err != nil && send.Reference != nil && badRequest(err) {
 		// A reply Discord refuses must never cost the message itself.
-		a.log.Warn("discord: reply refused; sending it as a plain message", "channel", ch, "err", a.scrub(err))
+		a.log.Warn("reply refused; sending it as a plain message", "channel", ch, "err", a.scrub(err))
 		send.Reference = nil
 		if err = a.budget(ctx, "POST "+ch+" messages", ch, sendWait); err != nil {
 			return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)

@@ -93,11 +93,11 @@ func (a *Adapter) registerCommands(ctx context.Context, appID string) {
 			if ctx.Err() != nil {
 				return
 			}
-			a.log.Warn("discord: registering the /"+SlashCommand+" slash command failed; typed commands still work",
+			a.log.Warn("registering the /"+SlashCommand+" slash command failed; typed commands still work",
 				"where", where, "err", a.translate("register commands", err))
 			continue
 		}
-		a.log.Info("discord: registered the /"+SlashCommand+" slash command", "where", where)
+		a.log.Info("registered the /"+SlashCommand+" slash command", "where", where)
 	}
 }
 
@@ -157,7 +157,7 @@ func (a *Adapter) respond(ctx context.Context, r *slashReply, p core.Post) (core
 	m, err := a.sess.InteractionResponseEdit(r.i, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()},
 		discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
 	if err != nil {
-		a.log.Warn("discord: answering a slash command failed; posting in the channel", "conv", r.conv, "err", a.translate("edit interaction response", err))
+		a.log.Warn("answering a slash command failed; posting in the channel", "conv", r.conv, "err", a.translate("edit interaction response", err))
 		return core.MessageRef{}, false
 	}
 	id := "@original"
@@ -194,7 +194,7 @@ func (in *inbound) slashCommand(i *discordgo.Interaction) {
 				Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()},
 		}, discordgo.WithContext(actx), discordgo.WithRetryOnRatelimit(false))
 		if err != nil {
-			a.log.Warn("discord: answering an unknown slash command failed", "err", a.scrub(err))
+			a.log.Warn("answering an unknown slash command failed", "err", a.scrub(err))
 		}
 		return
 	}
@@ -226,7 +226,7 @@ func (in *inbound) slashCommand(i *discordgo.Interaction) {
 	if err != nil {
 		// Without an acknowledged interaction the token is useless: the
 		// engine's answer goes to the channel as a normal message.
-		a.log.Warn("discord: acknowledging a slash command failed; answering in the channel", "err", a.scrub(err))
+		a.log.Warn("acknowledging a slash command failed; answering in the channel", "err", a.scrub(err))
 		in.h.HandleMessage(in.ctx, msg)
 		return
 	}
@@ -243,7 +243,7 @@ func (in *inbound) slashCommand(i *discordgo.Interaction) {
 	ack := "Sent " + escapePlain(text) + " to the bridge; its answer follows in this channel."
 	if _, err := a.sess.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &ack, AllowedMentions: noMentions()},
 		discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false)); err != nil {
-		a.log.Warn("discord: acknowledging a slash command failed", "conv", conv, "err", a.translate("edit interaction response", err))
+		a.log.Warn("acknowledging a slash command failed", "conv", conv, "err", a.translate("edit interaction response", err))
 	}
 }
 

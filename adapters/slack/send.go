@@ -325,7 +325,7 @@ func (a *Adapter) Typing(ctx context.Context, conv core.ConversationKey) error {
 			a.mu.Lock()
 			a.noStatus = true
 			a.mu.Unlock()
-			a.log.InfoContext(ctx, "slack: thread status unavailable; using a reaction", "reason", se.Err)
+			a.log.InfoContext(ctx, "thread status unavailable; using a reaction", "reason", se.Err)
 			return a.react(ctx, conv)
 		}
 	}
@@ -346,10 +346,11 @@ func (a *Adapter) react(ctx context.Context, conv core.ConversationKey) error {
 	return a.translate("reactions.add", err)
 }
 
-// Finish implements core.Finisher: once a reply is final, the :eyes:
-// reaction that stood in for the thread status comes off, so the next turn
-// can show it again. (A thread status clears itself when the bot replies.)
-func (a *Adapter) Finish(ctx context.Context, ref core.MessageRef) error {
+// FinalizeMessage implements core.MessageFinalizer: once a reply is final,
+// the :eyes: reaction that stood in for the thread status comes off, so the
+// next turn can show it again. (A thread status clears itself when the bot
+// replies.)
+func (a *Adapter) FinalizeMessage(ctx context.Context, ref core.MessageRef) error {
 	conv := ref.Conv
 	a.mu.Lock()
 	delete(a.typed, conv) // the next turn's indicator starts afresh

@@ -63,7 +63,7 @@ type Options struct {
 	AllowBots bool
 	// Store, when set, remembers which threads the bot takes part in, so
 	// replies without a mention continue them after a restart.
-	Store core.Store
+	Store core.Cursors
 
 	// NativeStreaming streams replies in threads with Slack's
 	// chat.startStream / appendStream / stopStream (the agent's Markdown as
@@ -121,11 +121,11 @@ type budget struct {
 }
 
 var (
-	_ core.Platform   = (*Adapter)(nil)
-	_ core.Typer      = (*Adapter)(nil)
-	_ core.Notifier   = (*Adapter)(nil)
-	_ core.Downloader = (*Adapter)(nil)
-	_ core.Finisher   = (*Adapter)(nil)
+	_ core.Platform         = (*Adapter)(nil)
+	_ core.Typer            = (*Adapter)(nil)
+	_ core.Notifier         = (*Adapter)(nil)
+	_ core.Downloader       = (*Adapter)(nil)
+	_ core.MessageFinalizer = (*Adapter)(nil)
 )
 
 // New returns an adapter for opts. It checks the options but does not
@@ -233,7 +233,7 @@ func (a *Adapter) authenticate(ctx context.Context) error {
 			a.mu.Lock()
 			a.team, a.botUser, a.botID = res.TeamID, res.UserID, res.BotID
 			a.mu.Unlock()
-			a.log.InfoContext(ctx, "slack: authenticated", "team", res.TeamID, "bot_user", res.UserID)
+			a.log.InfoContext(ctx, "authenticated", "team", res.TeamID, "bot_user", res.UserID)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -242,7 +242,7 @@ func (a *Adapter) authenticate(ctx context.Context) error {
 		if code, ok := fatalAuth(err); ok {
 			return core.Fatal(fmt.Errorf("slack: the bot token was rejected (%s): check slack.bot_token", code))
 		}
-		a.log.WarnContext(ctx, "slack: auth.test failed; retrying", "err", a.scrub(err), "backoff", backoff)
+		a.log.WarnContext(ctx, "auth.test failed; retrying", "err", a.scrub(err), "backoff", backoff)
 		if err := pause.Sleep(ctx, pause.Jitter(backoff)); err != nil {
 			return err
 		}

@@ -641,7 +641,7 @@ func TestDownloadAndTyping(t *testing.T) {
 	// turn puts it back.
 	reply := core.MessageRef{Conv: other, ID: "9.000003"}
 	for range 2 {
-		if err := b.Finish(ctx, reply); err != nil {
+		if err := b.FinalizeMessage(ctx, reply); err != nil {
 			t.Fatal(err)
 		}
 	}

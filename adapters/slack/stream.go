@@ -80,7 +80,7 @@ func (a *Adapter) StartStream(ctx context.Context, conv core.ConversationKey) (c
 				a.mu.Lock()
 				a.noStream = true
 				a.mu.Unlock()
-				a.log.InfoContext(ctx, "slack: native streaming unavailable; posting and editing", "reason", se.Err)
+				a.log.InfoContext(ctx, "native streaming unavailable; posting and editing", "reason", se.Err)
 				return nil, nil
 			}
 		}

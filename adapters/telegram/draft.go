@@ -14,7 +14,7 @@ import (
 
 // Streaming with sendMessageDraft (Bot API 9.3+), private chats only. A
 // draft is an ephemeral preview that must be finished with a real message.
-// The presenter says when a reply's text is final (core.Finisher); a draft
+// The presenter says when a reply's text is final (core.MessageFinalizer); a draft
 // also becomes a real message when buttons are put on it, when Run returns,
 // or after DraftIdle of quiet, so a long pause (a tool call) never lets the
 // preview lapse. Later edits edit the real message.
@@ -128,9 +128,10 @@ func (a *Adapter) editDraft(ctx context.Context, ref core.MessageRef, p core.Pos
 	return nil
 }
 
-// Finish implements core.Finisher: a draft whose text is final becomes a
-// real message now, with any earlier drafts of its chat first.
-func (a *Adapter) Finish(ctx context.Context, ref core.MessageRef) error {
+// FinalizeMessage implements core.MessageFinalizer: a draft whose text is
+// final becomes a real message now, with any earlier drafts of its chat
+// first.
+func (a *Adapter) FinalizeMessage(ctx context.Context, ref core.MessageRef) error {
 	idText, isDraft := strings.CutPrefix(ref.ID, draftPrefix)
 	if !isDraft {
 		return nil // already a real message

@@ -432,7 +432,7 @@ func TestE2ERedeliveryAfterRestartDoesNotRerun(t *testing.T) {
 
 // withDrafts turns drafts on with an idle limit far beyond the tests'
 // waits: a finished reply must become a real message because the presenter
-// says it is final (core.Finisher), not because the draft went quiet.
+// says it is final (core.MessageFinalizer), not because the draft went quiet.
 func withDrafts(o *telegram.Options) { o.Drafts, o.DraftIdle = true, time.Minute }
 
 func TestE2EDraftStreamingInDM(t *testing.T) {

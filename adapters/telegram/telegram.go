@@ -2,9 +2,9 @@
 // through github.com/go-telegram-bot-api/telegram-bot-api/v5, using
 // MakeRequest with its own types for what that library lacks (forum topics'
 // message_thread_id, sendMessageDraft, setMyCommands). Updates arrive by
-// long polling in the adapter's own loop; the update offset is kept in the
-// core.Store and advanced only after updates are handed to core, so a crash
-// re-delivers them and core's dedup stops a second run.
+// long polling in the adapter's own loop; the update offset is kept as a
+// core.Cursors cursor and advanced only after updates are handed to core, so
+// a crash re-delivers them and core's dedup stops a second run.
 package telegram
 
 import (
@@ -65,7 +65,7 @@ type Options struct {
 	// GroupTrigger is TriggerMention (default) or TriggerAll.
 	GroupTrigger string
 	// Store keeps the update offset; nil keeps it in memory only.
-	Store core.Store
+	Store core.Cursors
 	// Commands are registered with setMyCommands when Run starts.
 	Commands []Command
 	// PollTimeout is getUpdates' long-poll timeout; default 50 s.
@@ -77,7 +77,7 @@ type Options struct {
 	// DraftIdle is how long a draft may stay quiet before it becomes a
 	// real message even though the reply is not finished (Telegram drops
 	// a preview that is not refreshed); default 10 s, at least twice the
-	// edit cadence. A finished reply becomes real at once (Finish).
+	// edit cadence. A finished reply becomes real at once (FinalizeMessage).
 	DraftIdle time.Duration
 	// Mode is ModePolling (default) or ModeWebhook.
 	Mode string
@@ -120,10 +120,10 @@ type budget struct {
 }
 
 var (
-	_ core.Platform   = (*Adapter)(nil)
-	_ core.Typer      = (*Adapter)(nil)
-	_ core.Downloader = (*Adapter)(nil)
-	_ core.Finisher   = (*Adapter)(nil)
+	_ core.Platform         = (*Adapter)(nil)
+	_ core.Typer            = (*Adapter)(nil)
+	_ core.Downloader       = (*Adapter)(nil)
+	_ core.MessageFinalizer = (*Adapter)(nil)
 )
 
 // New connects to the Bot API (getMe) and returns the adapter. ctx bounds
@@ -168,7 +168,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Adapter, error) 
 		if errors.Is(err, ErrUnauthorized) {
 			return nil, err
 		}
-		log.WarnContext(ctx, "telegram getMe failed; will retry when the adapter runs", "err", err)
+		log.WarnContext(ctx, "getMe failed; will retry when the adapter runs", "err", err)
 	}
 	return a, nil
 }
@@ -204,7 +204,7 @@ func (a *Adapter) identifyUntilDone(ctx context.Context) error {
 			return nil
 		}
 		wait := pause.Jitter(backoff)
-		a.log.WarnContext(ctx, "telegram getMe failed; retrying", "err", err, "wait", wait)
+		a.log.WarnContext(ctx, "getMe failed; retrying", "err", err, "wait", wait)
 		if pause.Sleep(ctx, wait) != nil {
 			return nil
 		}

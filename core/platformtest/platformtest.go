@@ -29,7 +29,7 @@ const (
 	OpTyping   Op = "typing"
 	OpNotify   Op = "notify"
 	OpDownload Op = "download"
-	OpFinish   Op = "finish"
+	OpFinalize Op = "finalize"
 	OpStart    Op = "stream-start"
 	OpAppend   Op = "stream-append"
 	OpStop     Op = "stream-stop"
@@ -73,12 +73,12 @@ type Platform struct {
 }
 
 var (
-	_ core.Platform   = (*Platform)(nil)
-	_ core.Typer      = (*Platform)(nil)
-	_ core.Notifier   = (*Platform)(nil)
-	_ core.Downloader = (*Platform)(nil)
-	_ core.Finisher   = (*Platform)(nil)
-	_ core.Streamer   = (*Platform)(nil)
+	_ core.Platform         = (*Platform)(nil)
+	_ core.Typer            = (*Platform)(nil)
+	_ core.Notifier         = (*Platform)(nil)
+	_ core.Downloader       = (*Platform)(nil)
+	_ core.MessageFinalizer = (*Platform)(nil)
+	_ core.Streamer         = (*Platform)(nil)
 )
 
 // DefaultLimits are generous limits with a Discord-like shape.
@@ -198,11 +198,11 @@ func (p *Platform) Notify(ctx context.Context, conv core.ConversationKey, user c
 	return c.Err
 }
 
-// Finish implements core.Finisher by recording the call.
-func (p *Platform) Finish(ctx context.Context, ref core.MessageRef) error {
+// FinalizeMessage implements core.MessageFinalizer by recording the call.
+func (p *Platform) FinalizeMessage(ctx context.Context, ref core.MessageRef) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	c := Call{Op: OpFinish, At: time.Now(), Conv: ref.Conv, Ref: ref, Err: p.injected(OpFinish)}
+	c := Call{Op: OpFinalize, At: time.Now(), Conv: ref.Conv, Ref: ref, Err: p.injected(OpFinalize)}
 	p.record(c)
 	return c.Err
 }

@@ -241,12 +241,12 @@ func (s *Presenter) loop(ctx context.Context) error {
 		if idx < 0 && !wantPlaceholder {
 			if win.to >= 0 {
 				// The closing group shows its part: open the next group.
-				s.finish(ctx, sent)
+				s.finalize(ctx, sent)
 				win, sent, groupStart = window{from: win.to, to: -1}, nil, time.Time{}
 				continue
 			}
 			if final != nil {
-				s.finish(ctx, sent)
+				s.finalize(ctx, sent)
 				return nil
 			}
 			// Nothing to do until something changes (or the placeholder is due).
@@ -422,7 +422,7 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 			return appended, false, nil
 		}
 		if final != nil {
-			s.finish(ctx, []sentMsg{{ref: stream.Ref()}})
+			s.finalize(ctx, []sentMsg{{ref: stream.Ref()}})
 			return len(out), true, nil
 		}
 		appended = len(out)
@@ -443,15 +443,15 @@ func joinBlocks(a, b string) string {
 	return sb.String()
 }
 
-// finish tells a core.Finisher that these messages' text is final.
-func (s *Presenter) finish(ctx context.Context, sent []sentMsg) {
-	f, ok := s.plat.(core.Finisher)
+// finalize tells a core.MessageFinalizer that these messages' text is final.
+func (s *Presenter) finalize(ctx context.Context, sent []sentMsg) {
+	f, ok := s.plat.(core.MessageFinalizer)
 	if !ok {
 		return
 	}
 	for _, m := range sent {
-		if err := f.Finish(ctx, m.ref); err != nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "finishing a reply message failed", slog.Any("conv", s.conv), slog.Any("err", err))
+		if err := f.FinalizeMessage(ctx, m.ref); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "finalizing a reply message failed", slog.Any("conv", s.conv), slog.Any("err", err))
 		}
 	}
 }

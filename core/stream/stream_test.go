@@ -305,14 +305,14 @@ func TestFinishedMessagesAreReportedOnce(t *testing.T) {
 			s.Partial(stream.RoleOutput, strings.Repeat(string(rune('a'+i)), 80)+"\n\n")
 			time.Sleep(200 * time.Millisecond)
 		}
-		if n := len(p.CallsOf(platformtest.OpFinish)); n != 0 {
-			t.Fatalf("%d Finish calls while the reply still streams", n)
+		if n := len(p.CallsOf(platformtest.OpFinalize)); n != 0 {
+			t.Fatalf("%d FinalizeMessage calls while the reply still streams", n)
 		}
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
 		var finished []string
-		for _, c := range p.CallsOf(platformtest.OpFinish) {
+		for _, c := range p.CallsOf(platformtest.OpFinalize) {
 			finished = append(finished, c.Ref.ID)
 		}
 		var sent []string
@@ -320,11 +320,11 @@ func TestFinishedMessagesAreReportedOnce(t *testing.T) {
 			sent = append(sent, m.Ref.ID)
 		}
 		if strings.Join(finished, ",") != strings.Join(sent, ",") {
-			t.Errorf("Finish calls %v, want each message once in order %v", finished, sent)
+			t.Errorf("FinalizeMessage calls %v, want each message once in order %v", finished, sent)
 		}
-		// Finish comes after the message's last write.
+		// FinalizeMessage comes after the message's last write.
 		calls := p.Calls()
-		if last := calls[len(calls)-1]; last.Op != platformtest.OpFinish {
+		if last := calls[len(calls)-1]; last.Op != platformtest.OpFinalize {
 			t.Errorf("last call %s, want finish", last.Op)
 		}
 	})
