@@ -2,9 +2,7 @@ package agentproc
 
 import (
 	"context"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -141,35 +139,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// lookPath finds a bare command name on the agent's PATH (not the bridge's:
-// the profile may set its own). Relative PATH entries are skipped, as
-// os/exec does since Go 1.19, so "." on PATH cannot pick up a stray binary.
-func lookPath(name, path string) (string, error) {
-	if strings.Contains(name, "/") {
-		return name, nil
-	}
-	var firstErr error
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		full := filepath.Join(dir, name)
-		fi, err := os.Stat(full)
-		if err != nil {
-			continue
-		}
-		if fi.IsDir() || fi.Mode()&0o111 == 0 {
-			if firstErr == nil {
-				firstErr = &fs.PathError{Op: "exec", Path: full, Err: fs.ErrPermission}
-			}
-			continue
-		}
-		return full, nil
-	}
-	if firstErr != nil {
-		return "", firstErr
-	}
-	return "", &fs.PathError{Op: "exec", Path: name, Err: errNotOnPath}
 }

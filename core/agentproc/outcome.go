@@ -15,6 +15,10 @@ import (
 // instead of 143.
 var ErrInterrupted = errors.New("interrupted")
 
+// StderrTailBytes is how much of the end of stderr Outcome.Stderr keeps:
+// stderr is a debug log, kept for diagnoses and never shown to chat users.
+const StderrTailBytes = 64 << 10
+
 // Outcome is what a turn produced.
 type Outcome struct {
 	Reply     string   // body per the result/streaming rules; exactly as scenarios.json "reply"

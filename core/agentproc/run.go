@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/tail"
 )
 
 // Grace periods the protocol leaves to the bridge. They are variables so
@@ -123,11 +125,11 @@ func (r *runner) run(ctx context.Context, turn []byte) {
 		defer close(exited)
 		waitExited(pr.pid)
 	})
-	stderr := &tailBuffer{max: StderrTailBytes}
+	stderr := &tail.Buffer{Max: StderrTailBytes}
 	stderrDone := make(chan struct{})
 	wg.Go(func() {
 		defer close(stderrDone)
-		stderr.readFrom(pr.stderr)
+		_, _ = stderr.ReadFrom(pr.stderr) // ends at EOF, or at the deadline below
 	})
 	readerDone := make(chan struct{})
 	wg.Go(func() {

@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -634,20 +633,5 @@ func TestStreamingRoles(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"thinking"}, roles); diff != "" {
 		t.Errorf("roles (-want +got):\n%s", diff)
-	}
-}
-
-// TestStderrTail: only the last StderrTailBytes are kept, cut at a rune
-// boundary.
-func TestStderrTail(t *testing.T) {
-	src := strings.Repeat("é", StderrTailBytes) + "end" // 2 bytes a rune
-	tb := &tailBuffer{max: StderrTailBytes}
-	tb.readFrom(strings.NewReader(src))
-	got := tb.String()
-	if len(got) > StderrTailBytes || !strings.HasSuffix(got, "end") || !utf8.ValidString(got) {
-		t.Errorf("tail: %d bytes, valid %v, suffix %q", len(got), utf8.ValidString(got), got[max(0, len(got)-3):])
-	}
-	if len(got) < StderrTailBytes-1 {
-		t.Errorf("tail kept only %d bytes", len(got))
 	}
 }

@@ -14,10 +14,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
-)
 
-// errNotOnPath marks a bare command name that is on no PATH directory.
-var errNotOnPath = errors.New("not found on PATH")
+	"github.com/agentbridge/agentbridge/internal/execpath"
+)
 
 // expand substitutes the placeholders in the command, its arguments and
 // the working directory; a relative cwd is resolved against the profile's
@@ -50,7 +49,7 @@ func locate(command, cwd string, env []string) (string, error) {
 			return "", err
 		}
 	}
-	return lookPath(command, environMap(env)["PATH"])
+	return execpath.Look(command, environMap(env)["PATH"])
 }
 
 // Check reports whether the profile's agent could start here, without
@@ -94,7 +93,7 @@ func startFailed(out Outcome, command string, err error, start time.Time, log *s
 func diagnose(command string, err error) string {
 	var pe *fs.PathError
 	switch {
-	case errors.Is(err, errNotOnPath):
+	case errors.Is(err, execpath.ErrNotOnPath):
 		return fmt.Sprintf("agent command %q not found on PATH", command)
 	case errors.As(err, &pe) && pe.Op == "chdir":
 		return fmt.Sprintf("agent working directory %q cannot be used: %v", pe.Path, pe.Err)

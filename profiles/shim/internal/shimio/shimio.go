@@ -16,12 +16,15 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 	"unicode"
+
+	"github.com/agentbridge/agentbridge/internal/execpath"
+	"github.com/agentbridge/agentbridge/internal/lines"
+	"github.com/agentbridge/agentbridge/internal/tail"
 )
 
 // MaxLineBytes is the longest CLI stdout line a shim reads; a longer line
@@ -274,46 +277,19 @@ func ReadResponses(r *bufio.Reader, fn func(PermissionResponse)) {
 }
 
 // ReadLines calls fn with each line of r (without the newline and a
-// trailing carriage return), skipping lines longer than max. It returns
-// fn's first error, or nil at the end of r.
+// trailing carriage return) that is not blank, skipping lines longer than
+// max (package lines). It returns fn's first error, or nil at the end of r
+// (or when reading it fails).
 func ReadLines(r io.Reader, max int, fn func([]byte) error) error {
-	br, ok := r.(*bufio.Reader)
-	if !ok {
-		br = bufio.NewReaderSize(r, 64<<10)
-	}
-	var long []byte
-	skipping := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			if !skipping {
-				long = append(long, chunk...)
-				if len(long) > max {
-					long, skipping = nil, true
-				}
-			}
-			continue
-		case err != nil && len(chunk) == 0 && len(long) == 0:
+	var fnErr error
+	_ = lines.Read(r, max, func(line []byte) error {
+		if len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}
-		line := chunk
-		if len(long) > 0 {
-			line = append(long, chunk...)
-		}
-		if !skipping && len(line) <= max+1 {
-			line = bytes.TrimRight(line, "\r\n")
-			if len(bytes.TrimSpace(line)) > 0 {
-				if ferr := fn(line); ferr != nil {
-					return ferr
-				}
-			}
-		}
-		long, skipping = long[:0], false
-		if err != nil {
-			return nil
-		}
-	}
+		fnErr = fn(line)
+		return fnErr
+	}, nil)
+	return fnErr
 }
 
 // CLI names the wrapped command and how to install it, for the error a
@@ -333,7 +309,7 @@ type Proc struct {
 	cmd    *exec.Cmd
 	Stdin  io.WriteCloser
 	Stdout io.ReadCloser
-	tail   *Tail
+	tail   *tail.Buffer
 }
 
 // ErrNotFound marks a CLI that is not on PATH.
@@ -353,11 +329,11 @@ func Start(ctx context.Context, c CLI, args, environ []string, stderr io.Writer)
 	cmd.Env = dropEmpty(environ)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 3 * time.Second
-	tail := &Tail{Max: 8 << 10}
+	stderrTail := &tail.Buffer{Max: 8 << 10}
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	cmd.Stderr = io.MultiWriter(stderr, tail)
+	cmd.Stderr = io.MultiWriter(stderr, stderrTail)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Bin, err)
@@ -369,7 +345,7 @@ func Start(ctx context.Context, c CLI, args, environ []string, stderr io.Writer)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Bin, err)
 	}
-	return &Proc{cmd: cmd, Stdin: stdin, Stdout: stdout, tail: tail}, nil
+	return &Proc{cmd: cmd, Stdin: stdin, Stdout: stdout, tail: stderrTail}, nil
 }
 
 // Setup is what a shim knows once its turn has begun.
@@ -464,7 +440,7 @@ func (p *Proc) Wait() (int, error) {
 }
 
 // StderrTail returns the last lines the CLI wrote to stderr, trimmed.
-func (p *Proc) StderrTail() string { return p.tail.String() }
+func (p *Proc) StderrTail() string { return strings.ToValidUTF8(p.tail.String(), "") }
 
 // ExitMessage is the error for a CLI that ended without a terminal event:
 // its exit status and the end of its stderr.
@@ -504,7 +480,9 @@ func dropEmpty(environ []string) []string {
 	return out
 }
 
-// lookPath finds bin on the PATH of environ (not the shim's own).
+// lookPath finds bin on the PATH of environ (not the shim's own), by the
+// agent runner's rule (package execpath); a path must name an existing
+// file. Every failure is ErrNotFound, for the one "install with" message.
 func lookPath(bin string, environ []string) (string, error) {
 	if strings.Contains(bin, "/") {
 		if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
@@ -512,51 +490,11 @@ func lookPath(bin string, environ []string) (string, error) {
 		}
 		return bin, nil
 	}
-	path := ""
-	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
+	path, err := execpath.Look(bin, execpath.PathOf(environ))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", bin, ErrNotFound)
 	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		full := filepath.Join(dir, bin)
-		if fi, err := os.Stat(full); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return full, nil
-		}
-	}
-	return "", fmt.Errorf("%s: %w", bin, ErrNotFound)
-}
-
-// Tail keeps the last Max bytes written to it.
-type Tail struct {
-	Max int
-	mu  sync.Mutex
-	buf []byte
-}
-
-// Write keeps the end of p.
-func (t *Tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.Max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.Max:]...)
-	}
-	return len(p), nil
-}
-
-// String returns the kept bytes, at most Max.
-func (t *Tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	if len(b) > t.Max {
-		b = b[len(b)-t.Max:]
-	}
-	return string(bytes.ToValidUTF8(b, nil))
+	return path, nil
 }
 
 // ErrTurnFailed is returned by a shim's Run when the turn ended with an
