@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"errors"
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
@@ -15,9 +14,6 @@ import (
 // may be written raw (without a length) because nothing follows it; that
 // keeps keys that share a prefix in byte order of their last field, which
 // is how Sessions returns names in order.
-
-// errBadKey reports a key that does not decode; only garbage produces it.
-var errBadKey = errors.New("malformed key")
 
 // appendField appends s prefixed with its length.
 func appendField(b []byte, s string) []byte {
@@ -66,30 +62,4 @@ func journalKey(started time.Time, turnID string) []byte {
 	binary.BigEndian.PutUint64(b, uint64(started.Unix())^(1<<63))
 	binary.BigEndian.PutUint32(b[8:], uint32(started.Nanosecond()))
 	return append(b, turnID...)
-}
-
-// splitKey decodes a key made of n length-prefixed fields followed by one
-// raw field, returning n+1 strings. It is the inverse of the builders above
-// and exists for tests and diagnostics; it never panics on garbage.
-func splitKey(b []byte, n int) ([]string, error) {
-	out := make([]string, 0, n+1)
-	for range n {
-		l, w := binary.Uvarint(b)
-		// Reject overlong varints too: the encoding is then one-to-one.
-		if w <= 0 || w != uvarintLen(l) || l > uint64(len(b)-w) {
-			return nil, errBadKey
-		}
-		out = append(out, string(b[w:w+int(l)]))
-		b = b[w+int(l):]
-	}
-	return append(out, string(b)), nil
-}
-
-// uvarintLen is the length of the shortest uvarint encoding of x.
-func uvarintLen(x uint64) int {
-	n := 1
-	for ; x >= 0x80; x >>= 7 {
-		n++
-	}
-	return n
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"testing"
 
 	"github.com/agentbridge/agentbridge/core"
@@ -108,4 +110,34 @@ func FuzzCheckHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_ = checkHeaderOf(bytes.NewReader(data), int64(len(data)))
 	})
+}
+
+// errBadKey reports a key that does not decode; only garbage produces it.
+var errBadKey = errors.New("malformed key")
+
+// splitKey decodes a key made of n length-prefixed fields followed by one
+// raw field, returning n+1 strings. It is the inverse of the key builders,
+// which the tests use to show the encoding is one-to-one; it never panics
+// on garbage.
+func splitKey(b []byte, n int) ([]string, error) {
+	out := make([]string, 0, n+1)
+	for range n {
+		l, w := binary.Uvarint(b)
+		// Reject overlong varints too: the encoding is then one-to-one.
+		if w <= 0 || w != uvarintLen(l) || l > uint64(len(b)-w) {
+			return nil, errBadKey
+		}
+		out = append(out, string(b[w:w+int(l)]))
+		b = b[w+int(l):]
+	}
+	return append(out, string(b)), nil
+}
+
+// uvarintLen is the length of the shortest uvarint encoding of x.
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
 }

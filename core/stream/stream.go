@@ -127,13 +127,6 @@ func (s *Presenter) Partial(role, text string) {
 	s.poke()
 }
 
-// Streamed reports whether any output text was streamed.
-func (s *Presenter) Streamed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.output.Len() > 0
-}
-
 // Finish sets how the turn ended and waits until the final text is
 // delivered or the context given to Start ends. It returns an error only if
 // the final text could not be delivered.
@@ -144,18 +137,6 @@ func (s *Presenter) Finish(f Final) error {
 	s.poke()
 	<-s.done
 	return s.err
-}
-
-// Abandon stops the presenter without a final edit; used when the caller
-// gives up on the reply. It waits for the loop to end.
-func (s *Presenter) Abandon() {
-	s.mu.Lock()
-	if s.final == nil {
-		s.final = &Final{}
-	}
-	s.mu.Unlock()
-	s.poke()
-	<-s.done
 }
 
 func (s *Presenter) poke() {

@@ -156,13 +156,6 @@ func (e *Emitter) SetSession(id string) {
 	}
 }
 
-// Session returns the session id known so far.
-func (e *Emitter) Session() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.sid
-}
-
 // Ended reports whether a result or an error was written.
 func (e *Emitter) Ended() bool {
 	e.mu.Lock()
