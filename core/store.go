@@ -7,24 +7,76 @@ import (
 
 // Session is one named agent session of a conversation.
 type Session struct {
-	Name      string    // "default" unless the user named it
-	AgentID   string    // the agent's own session id; "" before its first turn
-	Profile   string    // profile name that created it
+	Name string // "default" unless the user named it
+	// Agents holds the agent's own session id by the name of the profile
+	// whose agent produced it: an id is resumed only by that profile, so a
+	// conversation moved to another profile starts a fresh agent session
+	// there and finds its old one again when it moves back.
+	Agents    map[string]string
+	Profile   string    // profile of the latest turn
 	Turns     int       // turns run in it
 	UpdatedAt time.Time // last turn
 }
 
-// JournalEntry records a turn in flight, so a restart can tell the chat the
-// turn was interrupted instead of leaving a reply stuck.
+// AgentID returns the agent session id profile produced in s, "" if none.
+func (s Session) AgentID(profile string) string { return s.Agents[profile] }
+
+// WithAgentID returns s with id recorded for profile ("" forgets it). The
+// map is copied, so s itself is unchanged.
+func (s Session) WithAgentID(profile, id string) Session {
+	agents := make(map[string]string, len(s.Agents)+1)
+	for p, a := range s.Agents {
+		agents[p] = a
+	}
+	if id == "" {
+		delete(agents, profile)
+	} else {
+		agents[profile] = id
+	}
+	if len(agents) == 0 {
+		agents = nil
+	}
+	s.Agents = agents
+	return s
+}
+
+// JournalEntry records a turn in flight, so a restart can stop what is left
+// of its agent and tell the chat the turn was interrupted instead of leaving
+// a reply, a placeholder or a prompt's buttons stuck.
 type JournalEntry struct {
 	TurnID    string
 	Conv      ConversationKey
-	MessageID string     // the user's message
-	Reply     MessageRef // the bridge's reply message, once posted
+	MessageID string // the user's message
+	// Reply is the reply's message being written (the last one when the
+	// reply spans several), once posted, with its text as last journaled.
+	Reply Shown
 	// Placeholder is true while Reply shows only the "thinking…" placeholder,
-	// so recovery can replace it without losing streamed text.
+	// so recovery can replace it rather than append to it.
 	Placeholder bool
-	StartedAt   time.Time // when the message was accepted
+	// Prompts are the turn's permission prompts still waiting for an answer.
+	Prompts []Shown
+	// Agent is the turn's agent process group once it started.
+	Agent     ProcessRef
+	StartedAt time.Time // when the message was accepted
+}
+
+// Shown is a message the bridge posted and what it shows: Text is in the
+// platform's dialect (or plain text when Plain), as sent.
+type Shown struct {
+	Ref   MessageRef
+	Text  string
+	Plain bool
+}
+
+// ProcessRef names a process group beyond its id, which the kernel reuses:
+// PID is the group's leader (and the group id), StartTicks the leader's
+// start time in clock ticks after boot (field 22 of /proc/PID/stat) and
+// BootID the boot it ran in (/proc/sys/kernel/random/boot_id). The zero
+// value names no process.
+type ProcessRef struct {
+	PID        int
+	StartTicks uint64
+	BootID     string
 }
 
 // Store persists what must outlive the process. Implementations are safe for
@@ -41,7 +93,7 @@ type Store interface {
 	PutSession(ctx context.Context, conv ConversationKey, s Session) error
 	// Sessions lists conv's sessions ordered by name.
 	Sessions(ctx context.Context, conv ConversationKey) ([]Session, error)
-	// ResetSession forgets the agent session id of conv's named session and
+	// ResetSession forgets every agent session id of conv's named session and
 	// every "allow for this session" grant made in it.
 	ResetSession(ctx context.Context, conv ConversationKey, name string) error
 

@@ -44,7 +44,7 @@ func BenchmarkMarkSeenParallel(b *testing.B) {
 func BenchmarkPutSession(b *testing.B) {
 	s := openTemp(b, Options{})
 	ctx := b.Context()
-	sess := core.Session{Name: "default", AgentID: "0f6d3c1e-agent-session", Profile: "claude", UpdatedAt: time.Now()}
+	sess := core.Session{Name: "default", Agents: map[string]string{"claude": "0f6d3c1e-agent-session"}, Profile: "claude", UpdatedAt: time.Now()}
 	for b.Loop() {
 		sess.Turns++
 		if err := s.PutSession(ctx, convA, sess); err != nil {
@@ -57,7 +57,7 @@ func BenchmarkPutSession(b *testing.B) {
 func BenchmarkSession(b *testing.B) {
 	s := openTemp(b, Options{})
 	ctx := b.Context()
-	if err := s.PutSession(ctx, convA, core.Session{Name: "default", AgentID: "a"}); err != nil {
+	if err := s.PutSession(ctx, convA, core.Session{Name: "default", Agents: map[string]string{"p": "a"}}); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {

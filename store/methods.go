@@ -97,9 +97,9 @@ func (s *Store) Sessions(ctx context.Context, conv core.ConversationKey) ([]core
 	return out, err
 }
 
-// ResetSession forgets the agent session id of conv's session name (its
-// name, profile and turn count stay) and every tool grant made in it. A
-// session that does not exist only loses its grants.
+// ResetSession forgets the agent session ids of conv's session name, of
+// every profile (its name, profile and turn count stay), and every tool
+// grant made in it. A session that does not exist only loses its grants.
 func (s *Store) ResetSession(ctx context.Context, conv core.ConversationKey, name string) error {
 	return s.update(ctx, "reset session", func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketSessions).Get(sessionKey(conv, name)); v != nil {
@@ -108,7 +108,7 @@ func (s *Store) ResetSession(ctx context.Context, conv core.ConversationKey, nam
 				return err
 			}
 			sess := rec.session()
-			sess.AgentID = ""
+			sess.Agents = nil
 			if err := putSession(tx, conv, sess); err != nil {
 				return err
 			}

@@ -53,7 +53,7 @@ func makeStore(t *testing.T, path string, n int) {
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		for i := range n {
-			sess := core.Session{Name: fmt.Sprintf("session-%05d", i), AgentID: strings.Repeat("x", 100)}
+			sess := core.Session{Name: fmt.Sprintf("session-%05d", i), Agents: map[string]string{"p": strings.Repeat("x", 100)}}
 			if err := putSession(tx, convA, sess); err != nil {
 				return err
 			}
@@ -163,7 +163,7 @@ func TestOpenRejectsBadFiles(t *testing.T) {
 		}, ErrForeign},
 		{"store, newer schema", func(t *testing.T, path string) {
 			makeStore(t, path, 0)
-			withBolt(t, path, setSchema("agentbridge/2"))
+			withBolt(t, path, setSchema("agentbridge/3"))
 		}, ErrNewerSchema},
 		{"store, bucket missing", func(t *testing.T, path string) {
 			makeStore(t, path, 0)

@@ -8,9 +8,14 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 )
 
-// recordVersion is the version every record is written with. A record
-// format change bumps it and adds a schema migration that rewrites records.
+// recordVersion is the version records are written with unless their type
+// says otherwise (wantVersion). A record format change bumps the version of
+// that record type and adds a schema migration that rewrites its records.
 const recordVersion = 1
+
+// sessionVersion is the version of session records: 2 keeps an agent id per
+// profile (schema 2), where 1 kept one id and the profile that made it.
+const sessionVersion = 2
 
 // The records below are the on-disk JSON form of values. They carry their
 // own field names so that renaming a core field does not silently change
@@ -23,8 +28,15 @@ type head struct {
 
 func (h head) version() int { return h.V }
 
+// wantVersion is the version decode accepts; record types written with
+// another version override it.
+func (h head) wantVersion() int { return recordVersion }
+
 // versioned is a record pointer that decode can check.
-type versioned interface{ version() int }
+type versioned interface {
+	version() int
+	wantVersion() int
+}
 
 type convRec struct {
 	Platform  string `json:"platform"`
@@ -43,6 +55,27 @@ func (r convRec) key() core.ConversationKey {
 
 type sessionRec struct {
 	head
+	Name      string            `json:"name"`
+	Agents    map[string]string `json:"agents,omitempty"` // agent session id by profile
+	Profile   string            `json:"profile,omitempty"`
+	Turns     int               `json:"turns"`
+	UpdatedAt time.Time         `json:"updated_at"`
+}
+
+func (sessionRec) wantVersion() int { return sessionVersion }
+
+func toSessionRec(s core.Session) sessionRec {
+	return sessionRec{head: head{sessionVersion}, Name: s.Name, Agents: s.Agents, Profile: s.Profile, Turns: s.Turns, UpdatedAt: s.UpdatedAt}
+}
+
+func (r sessionRec) session() core.Session {
+	return core.Session{Name: r.Name, Agents: r.Agents, Profile: r.Profile, Turns: r.Turns, UpdatedAt: r.UpdatedAt}
+}
+
+// sessionRecV1 is a session record of schema 1: one agent id, and the
+// profile of the turn that saved it.
+type sessionRecV1 struct {
+	head
 	Name      string    `json:"name"`
 	AgentID   string    `json:"agent_id,omitempty"`
 	Profile   string    `json:"profile,omitempty"`
@@ -50,12 +83,15 @@ type sessionRec struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-func toSessionRec(s core.Session) sessionRec {
-	return sessionRec{head: head{recordVersion}, Name: s.Name, AgentID: s.AgentID, Profile: s.Profile, Turns: s.Turns, UpdatedAt: s.UpdatedAt}
-}
-
-func (r sessionRec) session() core.Session {
-	return core.Session{Name: r.Name, AgentID: r.AgentID, Profile: r.Profile, Turns: r.Turns, UpdatedAt: r.UpdatedAt}
+// upgrade files a v1 record's id under the profile that saved it. An id
+// without a profile cannot be attributed and is dropped: resuming it with
+// the wrong agent is the failure schema 2 exists to prevent.
+func (r sessionRecV1) upgrade() sessionRec {
+	s := core.Session{Name: r.Name, Profile: r.Profile, Turns: r.Turns, UpdatedAt: r.UpdatedAt}
+	if r.Profile != "" {
+		s = s.WithAgentID(r.Profile, r.AgentID)
+	}
+	return toSessionRec(s)
 }
 
 type activeRec struct {
@@ -75,36 +111,71 @@ type grantRec struct {
 	At time.Time `json:"at"`
 }
 
+// journalRec is a turn in flight. The fields after reply_id came with
+// schema 2; they are optional, so v1 entries read as entries without them.
 type journalRec struct {
 	head
-	TurnID    string    `json:"turn_id"`
-	Conv      convRec   `json:"conv"`
-	MessageID string    `json:"message_id,omitempty"`
-	ReplyConv convRec   `json:"reply_conv"`
-	ReplyID   string    `json:"reply_id,omitempty"`
-	StartedAt time.Time `json:"started_at"`
+	TurnID      string     `json:"turn_id"`
+	Conv        convRec    `json:"conv"`
+	MessageID   string     `json:"message_id,omitempty"`
+	ReplyConv   convRec    `json:"reply_conv"`
+	ReplyID     string     `json:"reply_id,omitempty"`
+	ReplyText   string     `json:"reply_text,omitempty"`
+	ReplyPlain  bool       `json:"reply_plain,omitempty"`
+	Placeholder bool       `json:"placeholder,omitempty"`
+	Prompts     []shownRec `json:"prompts,omitempty"`
+	AgentPID    int        `json:"agent_pid,omitempty"`
+	AgentStart  uint64     `json:"agent_start,omitempty"` // clock ticks after boot
+	BootID      string     `json:"boot_id,omitempty"`
+	StartedAt   time.Time  `json:"started_at"`
+}
+
+type shownRec struct {
+	Conv  convRec `json:"conv"`
+	ID    string  `json:"id"`
+	Text  string  `json:"text,omitempty"`
+	Plain bool    `json:"plain,omitempty"`
 }
 
 func toJournalRec(e core.JournalEntry) journalRec {
-	return journalRec{
-		head:      head{recordVersion},
-		TurnID:    e.TurnID,
-		Conv:      toConvRec(e.Conv),
-		MessageID: e.MessageID,
-		ReplyConv: toConvRec(e.Reply.Conv),
-		ReplyID:   e.Reply.ID,
-		StartedAt: e.StartedAt,
+	r := journalRec{
+		head:        head{recordVersion},
+		TurnID:      e.TurnID,
+		Conv:        toConvRec(e.Conv),
+		MessageID:   e.MessageID,
+		ReplyConv:   toConvRec(e.Reply.Ref.Conv),
+		ReplyID:     e.Reply.Ref.ID,
+		ReplyText:   e.Reply.Text,
+		ReplyPlain:  e.Reply.Plain,
+		Placeholder: e.Placeholder,
+		AgentPID:    e.Agent.PID,
+		AgentStart:  e.Agent.StartTicks,
+		BootID:      e.Agent.BootID,
+		StartedAt:   e.StartedAt,
 	}
+	for _, p := range e.Prompts {
+		r.Prompts = append(r.Prompts, shownRec{Conv: toConvRec(p.Ref.Conv), ID: p.Ref.ID, Text: p.Text, Plain: p.Plain})
+	}
+	return r
 }
 
 func (r journalRec) entry() core.JournalEntry {
-	return core.JournalEntry{
+	e := core.JournalEntry{
 		TurnID:    r.TurnID,
 		Conv:      r.Conv.key(),
 		MessageID: r.MessageID,
-		Reply:     core.MessageRef{Conv: r.ReplyConv.key(), ID: r.ReplyID},
-		StartedAt: r.StartedAt,
+		Reply: core.Shown{
+			Ref:  core.MessageRef{Conv: r.ReplyConv.key(), ID: r.ReplyID},
+			Text: r.ReplyText, Plain: r.ReplyPlain,
+		},
+		Placeholder: r.Placeholder,
+		Agent:       core.ProcessRef{PID: r.AgentPID, StartTicks: r.AgentStart, BootID: r.BootID},
+		StartedAt:   r.StartedAt,
 	}
+	for _, p := range r.Prompts {
+		e.Prompts = append(e.Prompts, core.Shown{Ref: core.MessageRef{Conv: p.Conv.key(), ID: p.ID}, Text: p.Text, Plain: p.Plain})
+	}
+	return e
 }
 
 type cursorRec struct {
@@ -128,8 +199,8 @@ func decode(b []byte, rec versioned) error {
 	if err := json.Unmarshal(b, rec); err != nil {
 		return fmt.Errorf("%w: record: %v", ErrCorrupt, err)
 	}
-	if v := rec.version(); v != recordVersion {
-		return fmt.Errorf("%w: record version %d, want %d", ErrCorrupt, v, recordVersion)
+	if v, want := rec.version(), rec.wantVersion(); v != want {
+		return fmt.Errorf("%w: record version %d, want %d", ErrCorrupt, v, want)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,9 +32,9 @@ var (
 // migrations[i] upgrades a store from schema version i to i+1; version 0 is
 // a bbolt file without any bucket (a new file). All pending migrations run
 // in one transaction on Open, so a crash leaves the file at its old version.
-// A v2 appends a func here that rewrites what changed.
 var migrations = []func(tx *bolt.Tx) error{
 	createV1,
+	sessionsPerProfile,
 }
 
 // schemaVersion is the version this code writes.
@@ -46,6 +48,37 @@ func createV1(tx *bolt.Tx) error {
 	for _, name := range append([][]byte{bucketMeta}, dataBuckets...) {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// sessionsPerProfile (schema 2) rewrites every session record from one
+// agent id to an id per profile (sessionRecV1.upgrade). Journal records
+// only gained optional fields and stay as they are.
+func sessionsPerProfile(tx *bolt.Tx) error {
+	b := tx.Bucket(bucketSessions)
+	type kv struct{ k, v []byte }
+	var out []kv
+	err := b.ForEach(func(k, v []byte) error {
+		var old sessionRecV1
+		if err := json.Unmarshal(v, &old); err != nil || old.V != 1 {
+			return fmt.Errorf("%w: session %q: not a version 1 record", ErrCorrupt, k)
+		}
+		nv, err := encode(old.upgrade())
+		if err != nil {
+			return err
+		}
+		out = append(out, kv{bytes.Clone(k), nv})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Written after the scan: putting under a cursor may skip keys.
+	for _, r := range out {
+		if err := b.Put(r.k, r.v); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -91,10 +91,10 @@ func fill(t *testing.T, s *Store) {
 		}
 	}
 	must(s.SetActiveSession(ctx, convA, "work"))
-	must(s.PutSession(ctx, convA, core.Session{Name: "work", AgentID: "ag-1", Profile: "claude", Turns: 3, UpdatedAt: t0}))
+	must(s.PutSession(ctx, convA, core.Session{Name: "work", Agents: map[string]string{"claude": "ag-1"}, Profile: "claude", Turns: 3, UpdatedAt: t0}))
 	must(s.PutSession(ctx, convA, core.Session{Name: "default", Profile: "claude"}))
 	must(s.Grant(ctx, convA, "work", "Bash"))
-	must(s.JournalPut(ctx, core.JournalEntry{TurnID: "t1", Conv: convA, MessageID: "m1", Reply: core.MessageRef{Conv: convA, ID: "r1"}, StartedAt: t0}))
+	must(s.JournalPut(ctx, core.JournalEntry{TurnID: "t1", Conv: convA, MessageID: "m1", Reply: core.Shown{Ref: core.MessageRef{Conv: convA, ID: "r1"}}, StartedAt: t0}))
 	must(s.SetCursor(ctx, "telegram/bot1", "4242"))
 	if seen, err := s.MarkSeen(ctx, "slack", "m1", time.Hour); err != nil || seen {
 		t.Fatalf("first MarkSeen = %v, %v; want false, nil", seen, err)
@@ -146,14 +146,14 @@ func read(t *testing.T, s *Store) snapshot {
 
 var wantSnapshot = snapshot{
 	Active: "work",
-	Work:   core.Session{Name: "work", AgentID: "ag-1", Profile: "claude", Turns: 3, UpdatedAt: t0},
+	Work:   core.Session{Name: "work", Agents: map[string]string{"claude": "ag-1"}, Profile: "claude", Turns: 3, UpdatedAt: t0},
 	WorkOK: true,
 	Sessions: []core.Session{
 		{Name: "default", Profile: "claude"},
-		{Name: "work", AgentID: "ag-1", Profile: "claude", Turns: 3, UpdatedAt: t0},
+		{Name: "work", Agents: map[string]string{"claude": "ag-1"}, Profile: "claude", Turns: 3, UpdatedAt: t0},
 	},
 	GrantBash: true,
-	Journal:   []core.JournalEntry{{TurnID: "t1", Conv: convA, MessageID: "m1", Reply: core.MessageRef{Conv: convA, ID: "r1"}, StartedAt: t0}},
+	Journal:   []core.JournalEntry{{TurnID: "t1", Conv: convA, MessageID: "m1", Reply: core.Shown{Ref: core.MessageRef{Conv: convA, ID: "r1"}}, StartedAt: t0}},
 	Cursor:    "4242",
 	Seen:      true,
 }
@@ -267,7 +267,7 @@ func TestPutSessionReplaces(t *testing.T) {
 	s := openTemp(t, Options{})
 	ctx := t.Context()
 	for turns := range 3 {
-		if err := s.PutSession(ctx, convA, core.Session{Name: "default", AgentID: "x", Turns: turns}); err != nil {
+		if err := s.PutSession(ctx, convA, core.Session{Name: "default", Agents: map[string]string{"p": "x"}, Turns: turns}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -275,7 +275,7 @@ func TestPutSessionReplaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]core.Session{{Name: "default", AgentID: "x", Turns: 2}}, got); diff != "" {
+	if diff := cmp.Diff([]core.Session{{Name: "default", Agents: map[string]string{"p": "x"}, Turns: 2}}, got); diff != "" {
 		t.Errorf("sessions (-want +got):\n%s", diff)
 	}
 }
@@ -299,7 +299,7 @@ func TestResetSession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := core.Session{Name: "work", AgentID: "ag-1", Profile: "p", Turns: 7, UpdatedAt: t0}
+	before := core.Session{Name: "work", Agents: map[string]string{"p": "ag-1"}, Profile: "p", Turns: 7, UpdatedAt: t0}
 	if err := s.PutSession(ctx, convA, before); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestResetSession(t *testing.T) {
 		t.Errorf("grants after reset, in table order (-want +got):\n%s", diff)
 	}
 	wantA := before
-	wantA.AgentID = ""
+	wantA.Agents = nil
 	for _, c := range []struct {
 		conv core.ConversationKey
 		want core.Session
@@ -525,7 +525,10 @@ func TestJournal(t *testing.T) {
 	}
 	// Update "c": reply posted and start time moved; it must not duplicate.
 	upd := entry("c", t0.Add(-time.Hour))
-	upd.Reply = core.MessageRef{Conv: convB, ID: "r-c"}
+	upd.Reply = core.Shown{Ref: core.MessageRef{Conv: convB, ID: "r-c"}, Text: "half an answer", Plain: true}
+	upd.Placeholder = true
+	upd.Prompts = []core.Shown{{Ref: core.MessageRef{Conv: convB, ID: "p-1"}, Text: "Permission needed: Bash"}}
+	upd.Agent = core.ProcessRef{PID: 4242, StartTicks: 123456, BootID: "b0"}
 	if err := s.JournalPut(ctx, upd); err != nil {
 		t.Fatal(err)
 	}
@@ -629,7 +632,7 @@ func TestDamagedRecords(t *testing.T) {
 		}
 	}
 	put(bucketSessions, sessionKey(convA, "garbage"), []byte("{not json"))
-	put(bucketSessions, sessionKey(convA, "future"), []byte(`{"v":2,"name":"future"}`))
+	put(bucketSessions, sessionKey(convA, "future"), []byte(`{"v":3,"name":"future"}`))
 	for _, name := range []string{"garbage", "future"} {
 		if _, _, err := s.Session(ctx, convA, name); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("Session(%q) = %v, want ErrCorrupt", name, err)
@@ -659,7 +662,7 @@ func TestSchemaMarkerWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "agentbridge/1"; marker != want {
+	if want := "agentbridge/2"; marker != want {
 		t.Errorf("schema marker = %q, want %q", marker, want)
 	}
 	if !strings.HasPrefix(marker, schemaPrefix) {
