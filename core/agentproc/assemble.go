@@ -16,6 +16,7 @@ type EventKind int
 const (
 	EventPartial    EventKind = iota + 1 // a forwarded partial (only when Streaming, and not after an error)
 	EventPermission                      // a permission request to answer (only when Permission)
+	EventSession                         // the turn's session id, once, as soon as it is known (P-SID-1)
 )
 
 // Event is something the caller sees while the turn runs.
@@ -24,6 +25,9 @@ type Event struct {
 	Text    string             // EventPartial: the chunk
 	Role    string             // EventPartial: "output" (default when absent) or the agent's role string, e.g. "thinking"
 	Request *PermissionRequest // EventPermission
+	// SessionID is EventSession's id: the first valid one of the turn,
+	// the one Outcome.SessionID will hold.
+	SessionID string
 }
 
 // assembler turns classified stdout lines into events and the outcome's
@@ -73,6 +77,9 @@ func (a *assembler) apply(l scanned, full *Line) {
 			a.log.LogAttrs(ctx, slog.LevelWarn, "dropped an invalid session_id (F-SID-1)", slog.String("session_id", clip([]byte(l.sessionID), 200)))
 		case a.sessionID == "":
 			a.sessionID = l.sessionID
+			if a.opts.OnEvent != nil {
+				a.opts.OnEvent(Event{Kind: EventSession, SessionID: l.sessionID})
+			}
 		default:
 			a.log.LogAttrs(ctx, slog.LevelWarn, "agent changed its session_id mid-turn; keeping the first (P-SID-4)",
 				slog.String("first", a.sessionID), slog.String("later", clip([]byte(l.sessionID), 200)))

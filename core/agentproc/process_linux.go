@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +25,8 @@ type proc struct {
 	stdin, stdout, stderr *os.File
 }
 
-// startAgent spawns argv in its own process group (D-GROUP-1) with the
+// startAgent spawns argv in its own process group (D-GROUP-1), to be
+// killed with the bridge (Pdeathsig), with the
 // bridge's pipe ends kept as pollable *os.File, so reads and writes can be
 // bounded with deadlines when something holds them open.
 func startAgent(path string, argv, env []string, cwd string) (*proc, error) {
@@ -57,9 +60,12 @@ func startAgent(path string, argv, env []string, cwd string) (*proc, error) {
 	cmd := &exec.Cmd{
 		Path: path, Args: argv, Env: env, Dir: cwd,
 		Stdin: inR, Stdout: outW, Stderr: errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		// Pdeathsig ties the agent to the bridge: if the bridge dies (kill
+		// -9, OOM) the kernel kills the agent, and KillStale finds the rest
+		// of its group on the next start.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	if err := cmd.Start(); err != nil {
+	if err := spawn(cmd); err != nil {
 		closeAll()
 		return nil, err
 	}
@@ -69,6 +75,72 @@ func startAgent(path string, argv, env []string, cwd string) (*proc, error) {
 	outW.Close()
 	errW.Close()
 	return &proc{cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: outR, stderr: errR}, nil
+}
+
+// wait reaps the agent after waitExited, and tells the spawner its thread
+// may go.
+func (pr *proc) wait() error {
+	err := pr.cmd.Wait()
+	spawned()
+	return err
+}
+
+// The spawner starts every agent from one OS thread that lives as long as
+// any agent it started. PR_SET_PDEATHSIG fires when the thread that forked
+// the child exits, not the process (golang/go#27505), and Go ends a thread
+// when a goroutine locked to it returns without unlocking: forked from an
+// ordinary goroutine, an agent could be killed mid-turn because some later
+// goroutine ended locked on that thread. The spawner's goroutine holds its
+// thread locked until its last agent is reaped, then unlocks it (the thread
+// goes back to the runtime, alive) and ends; the next start begins a new one.
+var spawner struct {
+	mu   sync.Mutex
+	live int // agents started and not yet reaped, plus starts in progress
+	reqs chan spawnReq
+}
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// spawn starts cmd on the spawner's thread. Once it succeeds, spawned must
+// be called after the child is reaped.
+func spawn(cmd *exec.Cmd) error {
+	spawner.mu.Lock()
+	if spawner.live == 0 {
+		spawner.reqs = make(chan spawnReq)
+		go spawnLoop(spawner.reqs)
+	}
+	spawner.live++
+	reqs := spawner.reqs
+	spawner.mu.Unlock()
+	req := spawnReq{cmd: cmd, done: make(chan error, 1)}
+	reqs <- req
+	err := <-req.done
+	if err != nil {
+		spawned()
+	}
+	return err
+}
+
+// spawned notes a child of the spawner reaped (or never started).
+func spawned() {
+	spawner.mu.Lock()
+	defer spawner.mu.Unlock()
+	spawner.live--
+	if spawner.live == 0 {
+		close(spawner.reqs)
+		spawner.reqs = nil
+	}
+}
+
+func spawnLoop(reqs <-chan spawnReq) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for r := range reqs {
+		r.done <- r.cmd.Start()
+	}
 }
 
 // waitExited blocks until the process has exited without reaping it

@@ -107,7 +107,7 @@ func ParseProfile(data []byte, path string) (*Profile, error) {
 			return nil, fmt.Errorf("parse profile %s: %w", path, err)
 		}
 		p.Path = abs
-		p.Name = strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
+		p.Name = nameFor(abs)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -365,4 +365,15 @@ func describe(v *yaml.Node) string {
 		return fmt.Sprintf("a string (%q)", v.Value)
 	}
 	return v.Tag
+}
+
+// nameFor derives a profile's name from its file: the file name without its
+// extension, or the directory's name for the conventional profile.yaml
+// (profiles/claude-code/profile.yaml is "claude-code").
+func nameFor(abs string) string {
+	name := strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
+	if dir := filepath.Base(filepath.Dir(abs)); name == "profile" && dir != "/" && dir != "." {
+		return dir
+	}
+	return name
 }

@@ -29,10 +29,15 @@ var (
 
 // Options are the caller's side of a turn.
 type Options struct {
-	Log             *slog.Logger // nil → discard
-	Environ         []string     // bridge environment for the infra set and ${VAR}; nil → os.Environ()
-	OnEvent         func(Event)  // called in stdout order from one goroutine; must return quickly
-	CollectPartials bool         // fill Outcome.Partials (conformance tests, run --json); off by default for bounded memory
+	Log     *slog.Logger // nil → discard
+	Environ []string     // bridge environment for the infra set and ${VAR}; nil → os.Environ()
+	OnEvent func(Event)  // called in stdout order from one goroutine; must return quickly
+	// OnStart, if set, is called once the agent has started, with its
+	// process group, before the turn line is written: a caller that
+	// journals it can find and kill the group after its own crash
+	// (KillStale). It must return quickly.
+	OnStart         func(Group)
+	CollectPartials bool // fill Outcome.Partials (conformance tests, run --json); off by default for bounded memory
 }
 
 // Run executes one turn. It returns an error only for caller mistakes (nil
@@ -86,6 +91,9 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 		return startFailed(out, command, err, start, log), nil
 	}
 	log.LogAttrs(ctx, slog.LevelDebug, "agent started", slog.Int("pid", pr.pid), slog.String("command", command))
+	if opts.OnStart != nil {
+		opts.OnStart(pr.group())
+	}
 	r := runner{p: p, opts: opts, log: log, pr: pr, out: out, start: start}
 	r.run(ctx, encodeTurn(t, sessionName, p.Permission))
 	return r.out, nil
@@ -191,7 +199,7 @@ func (r *runner) run(ctx context.Context, turn []byte) {
 	ts.end("", false)
 	pr.stdin.SetWriteDeadline(time.Now()) // unblock a turn line nobody reads
 	ts.closeStdin()
-	waitErr := pr.cmd.Wait()
+	waitErr := pr.wait()
 	ts.timers.Wait()
 	wg.Wait()
 	pr.stdout.Close()

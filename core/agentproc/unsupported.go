@@ -26,3 +26,11 @@ func startAgent(string, []string, []string, string) (*proc, error) { panic("linu
 func waitExited(int)                                               { panic("linux only") }
 func signalGroup(int, syscall.Signal)                              { panic("linux only") }
 func (*proc) exitCode(error) int                                   { panic("linux only") }
+func (*proc) wait() error                                          { panic("linux only") }
+func (*proc) group() Group                                         { panic("linux only") }
+
+// GroupOf is Linux only.
+func GroupOf(int) Group { panic("linux only") }
+
+// KillStale is Linux only.
+func KillStale(Group) (int, error) { panic("linux only") }
