@@ -19,6 +19,9 @@ import (
 	"github.com/agentbridge/agentbridge/store"
 )
 
+// chatPlaceholderDelay is serve's default placeholder_delay.
+const chatPlaceholderDelay = 1500 * time.Millisecond
+
 // cmdChat is the terminal adapter: one local conversation, replies streamed
 // in place, permission prompts answered by typing a key.
 func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -88,11 +91,14 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		Platforms: map[string]engine.PlatformSettings{
 			adapter.Name(): {Scope: core.ScopeChannel, Prefix: "/", AllowUsers: []string{"*"}},
 		},
-		Profiles:       map[string]*agentproc.Profile{"chat": prof},
-		DefaultProfile: "chat",
+		// Named as serve would: an agent session id belongs to the profile
+		// that made it, so `chat --profile` with another agent starts fresh.
+		Profiles:       map[string]*agentproc.Profile{prof.Name: prof},
+		DefaultProfile: prof.Name,
 		Presenter: engine.PresenterSettings{
-			ShowThinking: !*hideThinking,
-			UsageFooter:  true,
+			PlaceholderDelay: chatPlaceholderDelay,
+			ShowThinking:     !*hideThinking,
+			UsageFooter:      true,
 		},
 	}, engine.Options{Log: log})
 	h := eng.Handler(adapter)

@@ -191,11 +191,11 @@ func (e *Engine) status(ctx context.Context, key, conv core.ConversationKey) str
 		b.WriteString("\n⚠️ Session unavailable (storage error).")
 		return b.String()
 	}
-	id := sess.AgentID
+	profile, _ := e.cfg().profileFor(conv)
+	id := sess.AgentID(profile)
 	if id == "" {
 		id = "(new — the agent has not assigned one yet)"
 	}
-	profile, _ := e.cfg().profileFor(conv)
 	fmt.Fprintf(&b, "\nSession %s: agent session id %s, %d turn(s). Profile: %s.", name, id, sess.Turns, profile)
 	return b.String()
 }

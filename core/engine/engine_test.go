@@ -71,6 +71,13 @@ func settings(prof *agentproc.Profile) *engine.Settings {
 
 func newHarness(t *testing.T, dbPath string, tweak func(*engine.Settings)) *harness {
 	t.Helper()
+	return newSeededHarness(t, dbPath, tweak, nil)
+}
+
+// newSeededHarness is newHarness with seed run on the new platform before
+// Recover: what a previous bridge left on the chat.
+func newSeededHarness(t *testing.T, dbPath string, tweak func(*engine.Settings), seed func(*platformtest.Platform)) *harness {
+	t.Helper()
 	if dbPath == "" {
 		dbPath = filepath.Join(t.TempDir(), "bridge.db")
 	}
@@ -87,6 +94,9 @@ func newHarness(t *testing.T, dbPath string, tweak func(*engine.Settings)) *harn
 	lim.EditInterval = 20 * time.Millisecond
 	lim.Dialect = render.Plain
 	h.plat = platformtest.New("fake", lim)
+	if seed != nil {
+		seed(h.plat)
+	}
 	h.eng = engine.New(st, s, engine.Options{TempDir: t.TempDir()})
 	handler := h.eng.Handler(h.plat)
 	if err := h.eng.Recover(t.Context()); err != nil {
@@ -188,11 +198,11 @@ func TestTurnStreamsAndResumesSession(t *testing.T) {
 	// P-SID-1: the first session id is stored and sent back on the next turn.
 	h.idle()
 	sessions, err := h.st.Sessions(t.Context(), conv)
-	if err != nil || len(sessions) != 1 || !strings.HasPrefix(sessions[0].AgentID, "sess-") {
+	if err != nil || len(sessions) != 1 || !strings.HasPrefix(sessions[0].AgentID("test"), "sess-") {
 		t.Fatalf("sessions = %+v, %v; want one with the agent's id", sessions, err)
 	}
 	h.send(alice, "again")
-	h.waitText("(resumed " + sessions[0].AgentID + ") again")
+	h.waitText("(resumed " + sessions[0].AgentID("test") + ") again")
 }
 
 func TestSessionSurvivesBridgeRestart(t *testing.T) {
@@ -205,7 +215,7 @@ func TestSessionSurvivesBridgeRestart(t *testing.T) {
 
 	h2 := newHarness(t, h.dbPath, nil)
 	h2.send(alice, "second")
-	h2.waitText("(resumed " + sessions[0].AgentID + ") second")
+	h2.waitText("(resumed " + sessions[0].AgentID("test") + ") second")
 }
 
 func TestDuplicateDeliveryRunsOnce(t *testing.T) {

@@ -3,20 +3,51 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/render"
 )
 
-// Recover reports turns that a previous run of the bridge left in flight:
-// each one's reply is marked interrupted (or, for a message still queued,
-// its sender is told), and its journal entry is cleared. Nothing is re-run.
+// What recovery says about a turn a crash interrupted.
+const (
+	// interruptedNotice ends a half-written reply (its text stays) or
+	// replaces a placeholder.
+	interruptedNotice = "⚠️ The bridge restarted, so this answer was interrupted. Please send your message again."
+	// notAnsweredNotice answers a message whose reply never appeared.
+	notAnsweredNotice = "⚠️ The bridge restarted before answering your message. Please send it again."
+	// expiredNotice ends a permission prompt that lost its buttons.
+	expiredNotice = "⌛ Expired: the bridge restarted before this request was answered."
+)
+
+// Recover cleans up after turns that a previous run of the bridge left in
+// flight: what is left of each one's agent process group is killed (only
+// processes proven to be that group's: a recycled pid is never signalled),
+// each half-written reply or placeholder is edited to say it was
+// interrupted, each open permission prompt loses its buttons and says it
+// expired, the sender of a message that got no reply is told, and the
+// journal entry is cleared. Nothing is re-run.
 // Call it after every platform has been registered with Handler.
 func (e *Engine) Recover(ctx context.Context) error {
 	entries, err := e.store.Journal(ctx)
 	if err != nil {
 		return err
+	}
+	// Agents first, all of them: an agent left running goes on working on
+	// the session and workspace the next turn will use.
+	for _, j := range entries {
+		if j.Agent.PID == 0 {
+			continue
+		}
+		n, err := agentproc.KillStale(agentproc.Group(j.Agent))
+		switch {
+		case err != nil:
+			e.log.WarnContext(ctx, "could not stop the agent of an interrupted turn", "turn", j.TurnID, "pgid", j.Agent.PID, "err", err)
+		case n > 0:
+			e.log.InfoContext(ctx, "killed the agent of an interrupted turn", "turn", j.TurnID, "pgid", j.Agent.PID, "processes", n)
+		}
 	}
 	var errs []error
 	for _, j := range entries {
@@ -38,22 +69,56 @@ func (e *Engine) Recover(ctx context.Context) error {
 }
 
 func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.JournalEntry) error {
-	text := "⚠️ The bridge restarted while answering this message, so the answer is incomplete. Please send it again."
-	if j.Reply.ID == "" {
-		// Queued, or running without a reply yet: the journal does not
-		// record the start, to keep a disk sync off the turn's path.
-		text = "⚠️ The bridge restarted before answering your message. Please send it again."
+	lim := p.Limits()
+	var errs []error
+	for _, pr := range j.Prompts {
+		// Edited without buttons: a press could reach no one.
+		if err := e.editShown(ctx, p, pr, expiredNotice); err != nil && !errors.Is(err, core.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("expire permission prompt: %w", err))
+		}
 	}
-	post := core.Post{Text: text, Plain: true, ReplyTo: j.MessageID}
-	if j.Reply.ID != "" && j.Placeholder {
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	r := j.Reply
+	switch {
+	case r.Ref.ID == "":
+		// Queued, or running with nothing shown yet.
+	case j.Placeholder:
 		// The reply shows only "thinking…": replace it rather than leave it stuck.
-		err := p.Edit(ctx, j.Reply, post)
+		err := p.Edit(ctx, r.Ref, core.Post{Text: interruptedNotice, Plain: true})
 		if err == nil || errors.Is(err, core.ErrNotModified) {
+			return nil
+		}
+		e.log.WarnContext(ctx, "could not edit interrupted placeholder; sending a notice", "conv", j.Conv, "err", err)
+	case r.Text != "" && render.Length(r.Text)+render.Length(interruptedNotice)+2 <= maxText(lim):
+		err := e.editShown(ctx, p, r, interruptedNotice)
+		if err == nil {
 			return nil
 		}
 		e.log.WarnContext(ctx, "could not edit interrupted reply; sending a notice", "conv", j.Conv, "err", err)
 	}
-	_, err := p.Send(ctx, j.Conv, post)
+	text := notAnsweredNotice
+	if r.Ref.ID != "" {
+		text = interruptedNotice
+	}
+	_, err := p.Send(ctx, j.Conv, core.Post{Text: text, Plain: true, ReplyTo: j.MessageID})
+	return err
+}
+
+// editShown edits a message to what it showed plus a closing notice, with
+// no buttons.
+func (e *Engine) editShown(ctx context.Context, p core.Platform, m core.Shown, notice string) error {
+	text := m.Text
+	if m.Plain {
+		text += "\n\n" + notice
+	} else {
+		text += "\n\n" + render.Render(render.EscapeMarkdown(notice), p.Limits().Dialect)
+	}
+	err := p.Edit(ctx, m.Ref, core.Post{Text: text, Plain: m.Plain})
+	if errors.Is(err, core.ErrNotModified) {
+		return nil
+	}
 	return err
 }
 
@@ -96,4 +161,12 @@ func (e *Engine) shutdown(ctx context.Context, stopGrace time.Duration, cause er
 		return
 	}
 	e.lanes.Wait()
+}
+
+// maxText is the platform's message limit, or the presenter's default.
+func maxText(lim core.Limits) int {
+	if lim.MaxText > 0 {
+		return lim.MaxText
+	}
+	return 4000
 }

@@ -84,6 +84,10 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		e.mu.Unlock()
 	}()
 
+	// The reply's placeholder must not say "thinking…" while the agent
+	// waits for a person.
+	t.pres.Prompt(true)
+	defer t.pres.Prompt(false)
 	var ref core.MessageRef
 	err = retry(ctx, func() (err error) {
 		ref, err = t.plat.Send(ctx, t.msg.Conv, core.Post{Text: text, Buttons: buttons, ReplyTo: t.msg.ID})
@@ -95,6 +99,9 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		return
 	}
 	pr.ref = ref
+	shown := core.Shown{Ref: ref, Text: text}
+	t.journal.prompt(shown, true)
+	defer t.journal.prompt(shown, false)
 
 	<-req.Done()
 	d, source := req.Answer()

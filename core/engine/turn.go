@@ -17,6 +17,7 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/lane"
+	"github.com/agentbridge/agentbridge/core/render"
 	"github.com/agentbridge/agentbridge/core/stream"
 )
 
@@ -32,6 +33,10 @@ type turn struct {
 	mu          sync.Mutex
 	profileName string
 	sessionName string
+
+	// Set when the turn starts running, before its agent.
+	journal *turnJournal
+	pres    *stream.Presenter
 }
 
 func newID() string {
@@ -116,10 +121,6 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	// "stopped" edit. FinalTimeout bounds it once the agent is done.
 	pctx, pcancel := context.WithCancel(e.base)
 	defer pcancel()
-	// The journal entry written at enqueue stands until the reply is posted
-	// (OnReply); rewriting it here would put a disk sync before the agent starts.
-	entry := core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.queuedAt}
-
 	profileName, prof := s.profileFor(m.Conv)
 	if prof == nil {
 		log.ErrorContext(ctx, "no profile for conversation", "profile", profileName)
@@ -135,7 +136,12 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	t.mu.Lock()
 	t.profileName, t.sessionName = profileName, sessName
 	t.mu.Unlock()
+	saver := &sessionSaver{e: e, key: t.key, name: sessName, profile: profileName, known: sess.AgentID(profileName)}
 
+	// The entry written at enqueue stands; the journal rewrites it as the
+	// turn goes, from its own goroutine, so no disk sync delays the agent.
+	t.journal = startJournal(ctx, e.store, log, core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.queuedAt})
+	defer t.journal.close()
 	ps := s.Presenter
 	pres := stream.Start(pctx, t.plat, m.Conv, stream.Options{
 		PlaceholderDelay: ps.PlaceholderDelay,
@@ -143,13 +149,12 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		MinEditInterval:  ps.MinEditInterval,
 		ReplyTo:          m.ID,
 		Log:              log,
-		OnReply: func(ref core.MessageRef, placeholder bool) {
-			entry.Reply, entry.Placeholder = ref, placeholder
-			if err := e.store.JournalPut(pctx, entry); err != nil {
-				log.WarnContext(pctx, "journal reply failed", "err", err)
-			}
-		},
+		OnShow:           t.journal.reply,
 	})
+	t.pres = pres
+	if note := profileNote(sess, profileName); note != "" {
+		pres.Partial(stream.RoleOutput, note+"\n\n")
+	}
 
 	atts, notes, dir := e.download(ctx, t, s.platform(t.plat.Name()).MaxFileBytes)
 	if dir != "" {
@@ -177,17 +182,28 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	defer idle.close()
 	out, err := agentproc.Run(runCtx, prof, agentproc.Turn{
 		Message:     m.Text,
-		SessionID:   sess.AgentID,
+		SessionID:   saver.known,
 		SessionName: sessName,
 		Attachments: atts,
 	}, agentproc.Options{
 		Log:     log,
 		Environ: e.opts.Environ,
+		OnStart: func(g agentproc.Group) {
+			t.journal.update(true, func(e *core.JournalEntry) { e.Agent = core.ProcessRef(g) })
+		},
 		OnEvent: func(ev agentproc.Event) {
 			idle.active()
 			switch ev.Kind {
 			case agentproc.EventPartial:
 				pres.Partial(ev.Role, ev.Text)
+			case agentproc.EventSession:
+				// P-SID-1: saved now, so a crash mid-turn keeps the agent's
+				// context; off the event path, which must not wait for a disk.
+				wg.Go(func() {
+					if err := saver.save(context.WithoutCancel(ctx), ev.SessionID, false); err != nil {
+						log.ErrorContext(ctx, "save session failed", "err", err)
+					}
+				})
 			case agentproc.EventPermission:
 				idle.prompt(true)
 				wg.Go(func() {
@@ -216,9 +232,24 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	// P-SID-5: the session id is kept even when the turn failed. Saved after
 	// the reply so its disk sync does not delay it; the lane is held until
 	// it is done, so the next turn sees it.
-	if err := e.saveSession(context.WithoutCancel(ctx), t.key, sessName, profileName, sess, out.SessionID); err != nil {
+	if err := saver.save(context.WithoutCancel(ctx), out.SessionID, true); err != nil {
 		log.ErrorContext(ctx, "save session failed", "err", err)
 	}
+}
+
+// profileNote is the line a turn's reply starts with when the conversation
+// moved to another profile since its last turn, "" otherwise. An agent
+// session id belongs to the profile whose agent made it, so the new
+// profile starts a fresh session of its own (or resumes the one it had).
+func profileNote(sess core.Session, profile string) string {
+	if sess.Profile == "" || sess.Profile == profile {
+		return ""
+	}
+	from, to := render.EscapeMarkdown(sess.Profile), render.EscapeMarkdown(profile)
+	if sess.AgentID(profile) != "" {
+		return fmt.Sprintf("🔀 Profile changed from %s back to %s: resuming the earlier %s session.", from, to, to)
+	}
+	return fmt.Sprintf("🔀 Profile changed from %s to %s: starting a fresh session for %s (the %s session is kept for when you switch back).", from, to, to, from)
 }
 
 // finish delivers the final text and reports whether it arrived.
@@ -311,19 +342,39 @@ func (e *Engine) session(ctx context.Context, key core.ConversationKey) (string,
 	return name, sess, nil
 }
 
-func (e *Engine) saveSession(ctx context.Context, key core.ConversationKey, name, profile string, sess core.Session, agentID string) error {
-	// Re-read: /new may have reset the session while the turn ran.
-	cur, _, err := e.store.Session(ctx, key, name)
+// sessionSaver saves a turn's session: at once when the agent first names
+// its session id (P-SID-1), so a crash mid-turn keeps the agent's context,
+// and again when the turn ends.
+type sessionSaver struct {
+	e             *Engine
+	key           core.ConversationKey
+	name, profile string
+
+	mu    sync.Mutex
+	known string // the profile's agent id as this turn last saw it in the store
+}
+
+// save records id (when not "") as the profile's agent session id and, when
+// finished, counts the turn. An id is written only under the profile that
+// ran, and only if the stored one is still the one the turn started with:
+// /new may have reset it meanwhile.
+func (s *sessionSaver) save(ctx context.Context, id string, finished bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, _, err := s.e.store.Session(ctx, s.key, s.name)
 	if err != nil {
 		return err
 	}
-	cur.Name, cur.Profile = name, profile
-	cur.Turns++
-	cur.UpdatedAt = time.Now()
-	if agentID != "" && cur.AgentID == sess.AgentID {
-		cur.AgentID = agentID
+	cur.Name, cur.Profile = s.name, s.profile
+	if finished {
+		cur.Turns++
+		cur.UpdatedAt = time.Now()
 	}
-	return e.store.PutSession(ctx, key, cur)
+	if id != "" && cur.AgentID(s.profile) == s.known {
+		cur = cur.WithAgentID(s.profile, id)
+		s.known = id
+	}
+	return s.e.store.PutSession(ctx, s.key, cur)
 }
 
 // typing keeps the platform's typing indicator on until done.

@@ -27,17 +27,24 @@ type Options struct {
 	// Placeholder; 0 disables the placeholder.
 	PlaceholderDelay time.Duration
 	// Placeholder is the text shown while the agent has produced nothing;
-	// default "thinking…".
+	// default "thinking…". Every Heartbeat the placeholder is edited to show
+	// how long the turn has run ("thinking… (40 s)"), so a long silence
+	// still looks alive.
 	Placeholder string
+	// Heartbeat is how often a placeholder is edited with the elapsed time;
+	// default 20 s, a few edits a minute, next to nothing of any platform's
+	// budget.
+	Heartbeat time.Duration
 	// ShowThinking shows the agent's "thinking" partials in a quote above the
 	// answer; otherwise they are hidden.
 	ShowThinking bool
 	// MinEditInterval is a floor on top of the platform's edit cadence.
 	MinEditInterval time.Duration
-	// OnReply, if set, is called from the presenter's goroutine when the
-	// first message of the reply is posted and when it stops being only the
-	// placeholder, so the caller can journal it.
-	OnReply func(ref core.MessageRef, placeholder bool)
+	// OnShow, if set, is called from the presenter's goroutine each time
+	// the reply's last message is posted or edited, with what it now shows
+	// and whether that is only the placeholder, so the caller can journal
+	// it. It must return quickly.
+	OnShow func(shown core.Shown, placeholder bool)
 	// ReplyTo is the id of the message being answered; the reply's first
 	// message carries it (core.Post.ReplyTo), its continuations do not.
 	ReplyTo string
@@ -46,7 +53,7 @@ type Options struct {
 
 // Final is how a turn ended, for the last edit.
 type Final struct {
-	Reply  string // Markdown body, shown when nothing was streamed
+	Reply  string // Markdown body the agent did not stream; shown after any streamed text
 	Error  string // the agent's error, shown after the streamed text
 	Notice string // plain words about how the turn ended, e.g. "Stopped."
 	Footer string // e.g. token usage
@@ -57,6 +64,13 @@ const (
 	RoleOutput   = "output"
 	RoleThinking = "thinking"
 )
+
+// waitingText replaces the placeholder while a permission prompt waits for
+// an answer: the agent is not busy then, the person is.
+const waitingText = "⏸ waiting for an answer to the permission request"
+
+// defaultHeartbeat is Options.Heartbeat's default.
+const defaultHeartbeat = 20 * time.Second
 
 // thinkingTail bounds how much thinking text stays visible: reasoning can be
 // long, and the answer is what matters.
@@ -82,6 +96,7 @@ type Presenter struct {
 	output   strings.Builder
 	thinking strings.Builder
 	final    *Final
+	prompts  int // permission prompts open (Prompt)
 
 	wake chan struct{} // capacity 1: a pending "something changed"
 	done chan struct{} // closed when the loop returns
@@ -94,6 +109,9 @@ type Presenter struct {
 func Start(ctx context.Context, p core.Platform, conv core.ConversationKey, opts Options) *Presenter {
 	if opts.Placeholder == "" {
 		opts.Placeholder = "thinking…"
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = defaultHeartbeat
 	}
 	log := opts.Log
 	if log == nil {
@@ -122,6 +140,20 @@ func (s *Presenter) Partial(role, text string) {
 		s.thinking.WriteString(text)
 	} else {
 		s.output.WriteString(text)
+	}
+	s.mu.Unlock()
+	s.poke()
+}
+
+// Prompt notes a permission prompt of this turn opening (open) or closing.
+// While one is open no placeholder is posted, and one already shown says
+// the turn waits for an answer instead of "thinking…".
+func (s *Presenter) Prompt(open bool) {
+	s.mu.Lock()
+	if open {
+		s.prompts++
+	} else if s.prompts > 0 {
+		s.prompts--
 	}
 	s.mu.Unlock()
 	s.poke()
@@ -212,10 +244,18 @@ func (s *Presenter) loop(ctx context.Context) error {
 				break
 			}
 		}
-		var wantPlaceholder bool
-		if idx < 0 && len(want) == 0 && len(sent) == 0 && final == nil && s.opts.PlaceholderDelay > 0 {
-			if time.Since(start) >= s.opts.PlaceholderDelay {
-				wantPlaceholder = true
+		var (
+			wantPlaceholder bool
+			placeholderText string
+			placeholderDue  time.Time // when the placeholder's text changes next
+		)
+		if idx < 0 && len(want) == 0 && final == nil && (len(sent) == 0 || placeholder) {
+			text, due := s.placeholder(time.Since(start), len(sent) > 0)
+			if due > 0 {
+				placeholderDue = start.Add(due)
+			}
+			if text != "" && (len(sent) == 0 || sent[0].text != text) {
+				wantPlaceholder, placeholderText = true, text
 			}
 		}
 
@@ -231,7 +271,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 				return nil
 			}
 			// Nothing to do until something changes (or the placeholder is due).
-			if err := s.idle(ctx, len(sent) == 0, start); err != nil {
+			if err := s.idleUntil(ctx, placeholderDue); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
 			continue
@@ -257,8 +297,9 @@ func (s *Presenter) loop(ctx context.Context) error {
 		)
 		switch {
 		case wantPlaceholder:
-			post = core.Post{Text: s.opts.Placeholder, Plain: true}
-			isSend = true
+			post = core.Post{Text: placeholderText, Plain: true}
+			isSend = len(sent) == 0
+			idx = 0
 		default:
 			post = core.Post{Text: want[idx], Plain: plainMode}
 			isSend = idx >= len(sent)
@@ -285,22 +326,14 @@ func (s *Presenter) loop(ctx context.Context) error {
 			backoff = minBackoff
 			replied = replied || isSend
 			m := sentMsg{ref: ref, text: post.Text, plain: post.Plain}
-			switch {
-			case wantPlaceholder:
+			if isSend {
 				sent = append(sent, m)
-				placeholder = true
-				s.reply(ref, true)
-			case isSend:
-				sent = append(sent, m)
-				if idx == 0 && win.from == 0 {
-					s.reply(ref, false)
-				}
-			default:
+			} else {
 				sent[idx] = m
-				if idx == 0 && placeholder {
-					placeholder = false
-					s.reply(ref, false)
-				}
+			}
+			placeholder = wantPlaceholder
+			if idx == len(sent)-1 {
+				s.show(m, placeholder)
 			}
 			continue
 		}
@@ -363,7 +396,7 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 	if stream == nil {
 		return 0, false, nil
 	}
-	s.reply(stream.Ref(), false)
+	s.show(sentMsg{ref: stream.Ref()}, false)
 	var lastOp, notBefore time.Time
 	appended := 0
 	for {
@@ -387,7 +420,7 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 		}
 		lastOp = time.Now()
 		if final != nil {
-			err = stream.Stop(ctx, joinBlocks(delta, ending(final, false)))
+			err = stream.Stop(ctx, joinBlocks(joinBlocks(delta, final.Reply), ending(final, false)))
 		} else {
 			err = stream.Append(ctx, delta)
 		}
@@ -407,6 +440,8 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 			return len(out), true, nil
 		}
 		appended = len(out)
+		// What a later edit of the message would show, for the journal.
+		s.show(sentMsg{ref: stream.Ref(), text: render.Render(out, s.lim.Dialect)}, false)
 	}
 }
 
@@ -439,9 +474,18 @@ func (s *Presenter) finalize(ctx context.Context, sent []sentMsg) {
 
 // idle waits for a change, or for the placeholder to fall due.
 func (s *Presenter) idle(ctx context.Context, noneSent bool, start time.Time) error {
-	var due <-chan time.Time
+	var at time.Time
 	if noneSent && s.opts.PlaceholderDelay > 0 {
-		t := time.NewTimer(s.opts.PlaceholderDelay - time.Since(start))
+		at = start.Add(s.opts.PlaceholderDelay)
+	}
+	return s.idleUntil(ctx, at)
+}
+
+// idleUntil waits for a change, or until at (the zero time: no limit).
+func (s *Presenter) idleUntil(ctx context.Context, at time.Time) error {
+	var due <-chan time.Time
+	if !at.IsZero() {
+		t := time.NewTimer(time.Until(at))
 		defer t.Stop()
 		due = t.C
 	}
@@ -460,10 +504,48 @@ func editMargin(window time.Duration) time.Duration {
 	return min(max(window/12, time.Second), 5*time.Minute)
 }
 
-func (s *Presenter) reply(ref core.MessageRef, placeholder bool) {
-	if s.opts.OnReply != nil {
-		s.opts.OnReply(ref, placeholder)
+func (s *Presenter) show(m sentMsg, placeholder bool) {
+	if s.opts.OnShow != nil {
+		s.opts.OnShow(core.Shown{Ref: m.ref, Text: m.text, Plain: m.plain}, placeholder)
 	}
+}
+
+// placeholder returns what the placeholder should say after elapsed ("" for
+// nothing: none is due, or a prompt is open and none is shown yet) and the
+// elapsed time at which that changes next (0: only when poked).
+func (s *Presenter) placeholder(elapsed time.Duration, shown bool) (string, time.Duration) {
+	delay, beat := s.opts.PlaceholderDelay, s.opts.Heartbeat
+	if delay <= 0 {
+		return "", 0
+	}
+	s.mu.Lock()
+	waiting := s.prompts > 0
+	s.mu.Unlock()
+	switch {
+	case waiting && shown:
+		return waitingText, 0
+	case waiting:
+		return "", 0
+	case elapsed < delay:
+		return "", delay
+	}
+	beats := elapsed.Truncate(beat)
+	if beats == 0 {
+		return s.opts.Placeholder, beat
+	}
+	return s.opts.Placeholder + " (" + clock(beats) + ")", beats + beat
+}
+
+// clock shows a whole number of seconds as "40 s" or "2 min 20 s".
+func clock(d time.Duration) string {
+	sec := int(d / time.Second)
+	if sec < 60 {
+		return fmt.Sprintf("%d s", sec)
+	}
+	if sec%60 == 0 {
+		return fmt.Sprintf("%d min", sec/60)
+	}
+	return fmt.Sprintf("%d min %d s", sec/60, sec%60)
 }
 
 // window is the part of the output a group of messages shows: output[from:to]
@@ -490,8 +572,10 @@ func (s *Presenter) compose(w window) (string, *Final) {
 	final := s.final
 	if w.to >= 0 {
 		final = nil // a closing group gets no final parts
-	} else if final != nil && out == "" {
-		body = final.Reply
+	} else if final != nil && final.Reply != "" {
+		// Reply is the agent's answer when it streamed none of it, so any
+		// output here is the bridge's own notes: the answer follows them.
+		body = joinBlocks(body, final.Reply)
 	}
 	appendBlock(&b, body)
 	if final != nil {

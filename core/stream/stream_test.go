@@ -155,7 +155,7 @@ func TestPlaceholderThenContent(t *testing.T) {
 		var refs []bool
 		s := stream.Start(t.Context(), p, conv, stream.Options{
 			PlaceholderDelay: time.Second,
-			OnReply:          func(_ core.MessageRef, placeholder bool) { refs = append(refs, placeholder) },
+			OnShow:           func(_ core.Shown, placeholder bool) { refs = append(refs, placeholder) },
 		})
 		time.Sleep(500 * time.Millisecond)
 		synctest.Wait()
@@ -175,7 +175,7 @@ func TestPlaceholderThenContent(t *testing.T) {
 			t.Fatalf("final %q: the placeholder must be replaced in place", got)
 		}
 		if len(refs) != 2 || !refs[0] || refs[1] {
-			t.Errorf("OnReply placeholder flags = %v, want [true false]", refs)
+			t.Errorf("OnShow placeholder flags = %v, want [true false]", refs)
 		}
 	})
 }

@@ -1,0 +1,272 @@
+package engine_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/core/platformtest"
+	"github.com/agentbridge/agentbridge/store"
+)
+
+// twoProfiles gives the harness a second profile, "other", running the same
+// test agent: its session ids are its own.
+func twoProfiles(s *engine.Settings) {
+	s.Profiles["other"] = testProfile()
+}
+
+// session reads the conversation's default session from the real store.
+func (h *harness) session() core.Session {
+	h.t.Helper()
+	sess, _, err := h.st.Session(h.t.Context(), conv, "default")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return sess
+}
+
+// useProfile routes the conversation to profile, as a reload with another
+// default_profile does.
+func (h *harness) useProfile(profile string) {
+	s := settings(h.prof)
+	twoProfiles(s)
+	s.DefaultProfile = profile
+	h.eng.Reload(s)
+}
+
+// TestProfileChangeKeepsAnAgentSessionPerProfile: test → other → test in
+// one conversation. An agent session id is resumed only by the profile
+// whose agent made it; the change is said once; going back resumes.
+func TestProfileChangeKeepsAnAgentSessionPerProfile(t *testing.T) {
+	h := newHarness(t, "", twoProfiles)
+	h.send(alice, "first")
+	h.waitTextN("tokens", 1)
+	h.idle()
+	idTest := h.session().AgentID("test")
+	if !strings.HasPrefix(idTest, "sess-") {
+		t.Fatalf("session after the first turn = %+v", h.session())
+	}
+
+	h.useProfile("other")
+	h.send(alice, "second")
+	m := h.waitText("second")
+	want := "🔀 Profile changed from test to other: starting a fresh session for other (the test session is kept for when you switch back).\n\nsecond"
+	if !strings.HasPrefix(m.Post.Text, want) {
+		t.Errorf("first reply under the new profile = %q, want it to start %q", m.Post.Text, want)
+	}
+	if strings.Contains(m.Post.Text, "resumed") {
+		t.Errorf("the other profile's agent was given the test profile's session id: %q", m.Post.Text)
+	}
+	h.waitTextN("tokens", 2)
+	h.idle()
+	idOther := h.session().AgentID("other")
+	if idOther == "" || idOther == idTest {
+		t.Fatalf("sessions = %+v; want a separate id for other", h.session().Agents)
+	}
+	h.send(alice, "third")
+	h.waitText("(resumed " + idOther + ") third")
+	h.waitTextN("tokens", 3)
+	h.idle()
+	if n := h.count("fresh session"); n != 1 {
+		t.Errorf("the fresh-session line was shown %d times, want once", n)
+	}
+
+	h.useProfile("test")
+	h.send(alice, "fourth")
+	back := h.waitText("fourth")
+	if want := "🔀 Profile changed from other back to test: resuming the earlier test session.\n\n(resumed " + idTest + ") fourth"; !strings.HasPrefix(back.Post.Text, want) {
+		t.Errorf("reply back on test = %q, want it to start %q", back.Post.Text, want)
+	}
+	h.waitTextN("tokens", 4)
+	h.idle()
+	got := h.session()
+	if got.Agents["test"] != idTest || got.Agents["other"] != idOther || got.Profile != "test" || got.Turns != 4 {
+		t.Errorf("session = %+v; want both ids kept, profile test, 4 turns", got)
+	}
+	h.send(alice, "/status")
+	if st := h.waitText("Profile: test"); !strings.Contains(st.Post.Text, "agent session id "+idTest) {
+		t.Errorf("/status = %q, want the test profile's id", st.Post.Text)
+	}
+}
+
+// TestFailedTurnsStoreOnlyResumableIDs: a turn whose agent cannot start
+// stores nothing, and a failed turn under one profile never touches the id
+// of another (P-SID-5 keeps the failing agent's own id).
+func TestFailedTurnsStoreOnlyResumableIDs(t *testing.T) {
+	broken := testProfile()
+	broken.Command = filepath.Join(t.TempDir(), "no-such-agent")
+	h := newHarness(t, "", twoProfiles)
+	h.send(alice, "first")
+	h.waitTextN("tokens", 1)
+	h.idle()
+	idTest := h.session().AgentID("test")
+
+	s := settings(h.prof)
+	twoProfiles(s)
+	s.Profiles["broken"] = broken
+	s.DefaultProfile = "broken"
+	h.eng.Reload(s)
+	h.send(alice, "never runs")
+	h.waitText("not found")
+	h.idle()
+	if got := h.session().Agents; len(got) != 1 || got["test"] != idTest {
+		t.Errorf("after a start failure the ids are %v; want only test's %q", got, idTest)
+	}
+
+	h.useProfile("other")
+	h.send(alice, "fail")
+	h.waitText("upstream exploded")
+	h.idle()
+	got := h.session().Agents
+	if got["test"] != idTest || !strings.HasPrefix(got["other"], "sess-") || got["other"] == idTest {
+		t.Errorf("after other's failed turn the ids are %v; want test's kept and other's own", got)
+	}
+}
+
+// TestFirstSessionIDIsSavedBeforeTheTurnEnds: P-SID-1 — the id is in the
+// store while the agent still runs, so a crash mid-turn keeps it.
+func TestFirstSessionIDIsSavedBeforeTheTurnEnds(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "hang")
+	h.waitText("working")
+	deadline := time.Now().Add(30 * time.Second)
+	for h.session().AgentID("test") == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the running turn's session id was not saved")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The hang agent runs until stopped: the id was saved mid-turn.
+	h.send(alice, "/stop")
+	h.waitText("Stopped.")
+}
+
+// groupWithChild starts a process group like an agent running a CLI: sh
+// leading its group, with a sleep child. It returns the leader and the
+// child's pid.
+func groupWithChild(t *testing.T) (*exec.Cmd, int) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", "sleep 600 & echo $!; wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd, child
+}
+
+// running reports whether pid runs (a zombie has ended).
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// TestRecoverCleansUpAfterACrash: what a crashed bridge left — an agent
+// group still running (leader and child), an orphaned CLI whose agent
+// Pdeathsig killed, a half-written reply, a placeholder, an open prompt, a
+// queued message — is cleaned up by the next start's Recover.
+func TestRecoverCleansUpAfterACrash(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "bridge.db")
+	live, liveChild := groupWithChild(t)
+	dead, orphan := groupWithChild(t)
+	deadGroup := agentproc.GroupOf(dead.Process.Pid)
+	dead.Process.Kill()
+	dead.Wait()
+	if !running(orphan) {
+		t.Fatal("the orphan died with its parent; the test proves nothing")
+	}
+
+	// Refs "1", "2" and "3" are what seed posts, in order.
+	ref := func(id string) core.MessageRef { return core.MessageRef{Conv: conv, ID: id} }
+	const promptText = "🔐 Permission needed: Bash"
+	st, err := store.Open(dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	for _, e := range []core.JournalEntry{
+		{TurnID: "t1", Conv: conv, MessageID: "u1", StartedAt: at,
+			Reply: core.Shown{Ref: ref("1"), Text: "half an answer", Plain: true},
+			Agent: core.ProcessRef(agentproc.GroupOf(live.Process.Pid))},
+		{TurnID: "t2", Conv: conv, MessageID: "u2", StartedAt: at.Add(time.Millisecond),
+			Reply: core.Shown{Ref: ref("2"), Text: "thinking… (20 s)", Plain: true}, Placeholder: true,
+			Prompts: []core.Shown{{Ref: ref("3"), Text: promptText}},
+			Agent:   core.ProcessRef(deadGroup)},
+		{TurnID: "t3", Conv: conv, MessageID: "u3", StartedAt: at.Add(2 * time.Millisecond)},
+	} {
+		if err := st.JournalPut(t.Context(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	h := newSeededHarness(t, dbPath, nil, func(p *platformtest.Platform) {
+		for _, post := range []core.Post{
+			{Text: "half an answer", Plain: true},
+			{Text: "thinking… (20 s)", Plain: true},
+			{Text: promptText, Buttons: []core.Button{{Label: "Allow", Value: "tok:a"}, {Label: "Deny", Value: "tok:d"}}},
+		} {
+			if _, err := p.Send(t.Context(), conv, post); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	live.Wait() // reaped here: the test is its parent, as the crashed bridge was
+	for _, pid := range []int{live.Process.Pid, liveChild, orphan} {
+		if running(pid) {
+			t.Errorf("process %d of an interrupted turn still runs after Recover", pid)
+		}
+	}
+	msgs := h.plat.Messages(conv)
+	if len(msgs) != 4 {
+		t.Fatalf("messages after recovery = %q, want the 3 edited and one notice", h.plat.Texts(conv))
+	}
+	for i, want := range []string{
+		"half an answer\n\n⚠️ The bridge restarted, so this answer was interrupted. Please send your message again.",
+		"⚠️ The bridge restarted, so this answer was interrupted. Please send your message again.",
+		promptText + "\n\n⌛ Expired: the bridge restarted before this request was answered.",
+		"⚠️ The bridge restarted before answering your message. Please send it again.",
+	} {
+		if msgs[i].Post.Text != want {
+			t.Errorf("message %d = %q, want %q", i+1, msgs[i].Post.Text, want)
+		}
+	}
+	if len(msgs[2].Post.Buttons) != 0 {
+		t.Errorf("the expired prompt still has buttons: %+v", msgs[2].Post.Buttons)
+	}
+	if msgs[3].Post.ReplyTo != "u3" {
+		t.Errorf("the notice answers %q, want the queued message u3", msgs[3].Post.ReplyTo)
+	}
+	if left, _ := h.st.Journal(t.Context()); len(left) != 0 {
+		t.Errorf("journal after recovery = %+v, want empty", left)
+	}
+}
