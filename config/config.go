@@ -10,6 +10,7 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -25,15 +26,6 @@ const BuiltinPrefix = "builtin:"
 
 // Values of the enumerated string fields.
 const (
-	SlackSocket = "socket" // Slack Socket Mode (needs app_token)
-	SlackEvents = "events" // Slack Events API over HTTP (needs signing_secret)
-
-	TelegramPolling = "polling" // Telegram getUpdates long polling
-	TelegramWebhook = "webhook" // Telegram webhook (needs webhook_url, webhook_listen, webhook_secret)
-
-	TriggerMention = "mention" // in Telegram groups, answer only messages that mention the bot
-	TriggerAll     = "all"     // in Telegram groups, answer every message
-
 	ThinkingShow = "show" // show the agent's "thinking" partials apart from its output
 	ThinkingHide = "hide" // drop the agent's "thinking" partials
 
@@ -69,11 +61,14 @@ type Config struct {
 	Presenter   Presenter     `yaml:"presenter"`
 	Log         Log           `yaml:"log"`
 	Metrics     Metrics       `yaml:"metrics"`
-	Slack       Slack         `yaml:"slack"`
-	Discord     Discord       `yaml:"discord"`
-	Telegram    Telegram      `yaml:"telegram"`
+	// Accounts are the platform sections: each kind's first account, set
+	// in the file or not, in the order of Options.Platforms, then each
+	// KIND/NAME section in file order.
+	Accounts []Account `yaml:"-"`
 
 	warnings []*FieldError
+	file     string         // the path as given, for FieldError.File
+	lines    map[string]int // YAML path → line of its key
 }
 
 // Route sends the conversations it matches to a profile. An empty field
@@ -183,46 +178,34 @@ type Platform struct {
 	Access       `yaml:",inline"`
 }
 
-// Slack configures the Slack adapter.
-type Slack struct {
-	Platform      `yaml:",inline"`
-	BotToken      core.Secret `yaml:"bot_token"`      // xoxb-
-	AppToken      core.Secret `yaml:"app_token"`      // xapp-, Socket Mode
-	SigningSecret core.Secret `yaml:"signing_secret"` // Events API mode
-	Mode          string      `yaml:"mode"`           // SlackSocket or SlackEvents
-	EventsListen  string      `yaml:"events_listen"`  // host:port, events mode
-	AllowBots     bool        `yaml:"allow_bots"`     // answer messages from other bots
-	// NativeStreaming streams thread replies with chat.startStream /
-	// appendStream / stopStream instead of posting and editing.
-	NativeStreaming bool `yaml:"native_streaming"`
+// Enabled returns the accounts whose section turns them on.
+func (c *Config) Enabled() []Account {
+	var out []Account
+	for _, a := range c.Accounts {
+		if a.Enabled() {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
-// Discord configures the Discord adapter.
-type Discord struct {
-	Platform `yaml:",inline"`
-	Token    core.Secret `yaml:"token"`
-	// MessageContent says the privileged message content intent is granted;
-	// without it the bot answers mentions and DMs only.
-	MessageContent bool `yaml:"message_content"`
-	// ThreadPerMention opens a thread for each mention in a channel.
-	ThreadPerMention bool `yaml:"thread_per_mention"`
-	// SlashCommandsGuilds are guild ids to register slash commands in
-	// (instantly); empty registers them globally.
-	SlashCommandsGuilds []string `yaml:"slash_commands_guilds"`
+// Account returns the account whose section key is name.
+func (c *Config) Account(name string) (Account, bool) {
+	for _, a := range c.Accounts {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Account{}, false
 }
 
-// Telegram configures the Telegram adapter.
-type Telegram struct {
-	Platform      `yaml:",inline"`
-	Token         core.Secret `yaml:"token"`
-	Mode          string      `yaml:"mode"`           // TelegramPolling or TelegramWebhook
-	WebhookListen string      `yaml:"webhook_listen"` // host:port, webhook mode
-	WebhookURL    string      `yaml:"webhook_url"`    // public URL Telegram posts to
-	WebhookSecret core.Secret `yaml:"webhook_secret"` // X-Telegram-Bot-Api-Secret-Token
-	// GroupTrigger is TriggerMention or TriggerAll.
-	GroupTrigger string `yaml:"group_trigger"`
-	// Drafts streams replies with sendMessageDraft in private chats.
-	Drafts bool `yaml:"drafts"`
+// Logger returns the root logger these settings describe, writing to w.
+func (l Log) Logger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+	if l.Format == FormatJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // ProfileFor returns the profile name for conv: the profile of the first
@@ -240,6 +223,17 @@ func (c *Config) ProfileFor(conv core.ConversationKey) string {
 // secret written literally in the file, a wildcard access list, an enabled
 // platform nobody may use, a metrics listener beyond loopback.
 func (c *Config) Warnings() []*FieldError { return slices.Clone(c.warnings) }
+
+// Problem returns a problem of the setting at YAML path, such as
+// "profiles.claude", found after loading (a profile file that does not
+// load, say), at the line of the file that sets it.
+func (c *Config) Problem(path, format string, args ...any) *FieldError {
+	line := c.lines[path]
+	if line == 0 {
+		line = 1
+	}
+	return &FieldError{File: c.file, Line: line, Path: path, Problem: fmt.Sprintf(format, args...)}
+}
 
 // FieldError is one problem in a configuration file.
 type FieldError struct {
@@ -261,31 +255,39 @@ func (e *FieldError) Error() string {
 	return s + e.Problem
 }
 
-// Load reads and parses the configuration file at path. lookupEnv resolves
-// ${VAR} references; nil means os.LookupEnv.
-func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+// Options say what a configuration file may hold beyond the bridge's own
+// settings, and where its ${VAR} references come from.
+type Options struct {
+	// Platforms are the platform kinds whose sections the file may hold
+	// (package platforms lists them). Without them every platform section
+	// is an unknown field.
+	Platforms []Kind
+	// LookupEnv resolves ${VAR} references; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// Load reads and parses the configuration file at path.
+func Load(path string, opts Options) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	return Parse(data, path, lookupEnv)
+	return Parse(data, path, opts)
 }
 
 // Parse parses and validates a configuration file's contents. path is used
-// in error messages and to resolve relative paths; lookupEnv resolves ${VAR}
-// references, nil meaning os.LookupEnv. Every problem found is returned at
-// once, joined with errors.Join, each a *FieldError.
-func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Config, error) {
-	if lookupEnv == nil {
-		lookupEnv = os.LookupEnv
+// in error messages and to resolve relative paths. Every problem found is
+// returned at once, joined with errors.Join, each a *FieldError.
+func Parse(data []byte, path string, opts Options) (*Config, error) {
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
 	}
-	return parse(data, path, lookupEnv)
+	return parse(data, path, opts)
 }
 
 // defaults returns the configuration an empty file would give, before
 // paths are resolved.
 func defaults() Config {
-	const maxFile = 20 << 20
 	return Config{
 		Store:         "agentbridge.db",
 		QueueDepth:    5,
@@ -296,19 +298,5 @@ func defaults() Config {
 			Thinking:         ThinkingShow,
 		},
 		Log: Log{Level: "info", Format: FormatText},
-		Slack: Slack{
-			Platform:     Platform{SessionScope: core.ScopeThread, CommandPrefix: "!", MaxFileBytes: maxFile},
-			Mode:         SlackSocket,
-			EventsListen: ":3000",
-		},
-		Discord: Discord{
-			Platform: Platform{SessionScope: core.ScopeThread, CommandPrefix: "!", MaxFileBytes: maxFile},
-		},
-		Telegram: Telegram{
-			Platform:     Platform{SessionScope: core.ScopeThread, CommandPrefix: "/", MaxFileBytes: maxFile},
-			Mode:         TelegramPolling,
-			GroupTrigger: TriggerMention,
-			Drafts:       true,
-		},
 	}
 }

@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,38 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/agentbridge/agentbridge/adapters/discord"
+	"github.com/agentbridge/agentbridge/adapters/slack"
+	"github.com/agentbridge/agentbridge/adapters/telegram"
+	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/platforms"
 )
+
+// parse is config.Parse with every platform this build knows.
+func parse(data []byte, path string, lookup func(string) (string, bool)) (*config.Config, error) {
+	return config.Parse(data, path, config.Options{Platforms: platforms.All(), LookupEnv: lookup})
+}
+
+// load is config.Load with every platform this build knows.
+func load(path string, lookup func(string) (string, bool)) (*config.Config, error) {
+	return config.Load(path, config.Options{Platforms: platforms.All(), LookupEnv: lookup})
+}
+
+// slackOf, discordOf and telegramOf return a config's first account of
+// each platform (always there).
+func slackOf(cfg *config.Config) *slack.Config { return sectionOf(cfg, "slack").(*slack.Config) }
+func discordOf(cfg *config.Config) *discord.Config {
+	return sectionOf(cfg, "discord").(*discord.Config)
+}
+func telegramOf(cfg *config.Config) *telegram.Config {
+	return sectionOf(cfg, "telegram").(*telegram.Config)
+}
+
+func sectionOf(cfg *config.Config, name string) config.Section {
+	a, _ := cfg.Account(name)
+	return a.Section
+}
 
 // env returns a lookupEnv over a fixed map, so tests never read the real
 // environment.
@@ -30,7 +61,7 @@ func env(vars map[string]string) func(string) (string, bool) {
 // problems start at line 3.
 const head = "profiles: {demo: builtin:demo, other: builtin:other}\ndefault_profile: demo\n"
 
-// problems returns err's messages, one per *FieldError, failing the test on
+// problems returns err's messages, one per *config.FieldError, failing the test on
 // anything that is not one.
 func problems(t *testing.T, err error) []string {
 	t.Helper()
@@ -43,7 +74,7 @@ func problems(t *testing.T, err error) []string {
 	}
 	var out []string
 	for _, e := range errs {
-		var fe *FieldError
+		var fe *config.FieldError
 		if !errors.As(e, &fe) {
 			t.Fatalf("error %q (%T) is not a *FieldError", e, e)
 		}
@@ -193,7 +224,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tt.yaml), "c.yaml", env(tt.env))
+			cfg, err := parse([]byte(tt.yaml), "c.yaml", env(tt.env))
 			if err == nil {
 				t.Fatalf("Parse succeeded with %+v, want errors", cfg)
 			}
@@ -222,7 +253,7 @@ slack:
   app_token: ${SLACK_APP_TOKEN}
   mode: sockets
 `
-	_, err := Parse([]byte(file), "bridge.yaml", env(map[string]string{"SLACK_APP_TOKEN": "xapp-1"}))
+	_, err := parse([]byte(file), "bridge.yaml", env(map[string]string{"SLACK_APP_TOKEN": "xapp-1"}))
 	want := []string{
 		`bridge.yaml:4: queue_depth: expected an integer, got the string "lots"`,
 		"bridge.yaml:6: log.levle: unknown field; did you mean level?",
@@ -233,7 +264,7 @@ slack:
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 	// errors.Join keeps each problem reachable to callers.
-	var fe *FieldError
+	var fe *config.FieldError
 	if !errors.As(err, &fe) || fe.Line != 4 || fe.Path != "queue_depth" || fe.File != "bridge.yaml" {
 		t.Errorf("errors.As gave %+v, want the queue_depth problem first", fe)
 	}
@@ -242,12 +273,12 @@ slack:
 func TestDefaults(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bridge.yaml")
-	cfg, err := Parse([]byte("profiles: {demo: builtin:demo}\ndefault_profile: demo\n"), path, env(nil))
+	cfg, err := parse([]byte("profiles: {demo: builtin:demo}\ndefault_profile: demo\n"), path, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const mib20 = 20 << 20
-	want := &Config{
+	want := &config.Config{
 		Path:           path,
 		Store:          filepath.Join(dir, "agentbridge.db"),
 		Profiles:       map[string]string{"demo": "builtin:demo"},
@@ -255,25 +286,35 @@ func TestDefaults(t *testing.T) {
 		QueueDepth:     5,
 		DedupTTL:       24 * time.Hour,
 		ShutdownGrace:  30 * time.Second,
-		Presenter:      Presenter{PlaceholderDelay: 1500 * time.Millisecond, Thinking: "show"},
-		Log:            Log{Level: "info", Format: "text"},
-		Slack: Slack{
-			Platform:     Platform{SessionScope: core.ScopeThread, CommandPrefix: "!", MaxFileBytes: mib20},
+		Presenter:      config.Presenter{PlaceholderDelay: 1500 * time.Millisecond, Thinking: "show"},
+		Log:            config.Log{Level: "info", Format: "text"},
+	}
+	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(config.Config{}), cmpopts.IgnoreFields(config.Config{}, "Accounts")); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	// Every platform has its first account, disabled, with its defaults.
+	sections := map[string]config.Section{}
+	for _, a := range cfg.Accounts {
+		sections[a.Name] = a.Section
+	}
+	wantSections := map[string]config.Section{
+		"slack": &slack.Config{
+			Platform:     config.Platform{SessionScope: core.ScopeThread, CommandPrefix: "!", MaxFileBytes: mib20},
 			Mode:         "socket",
 			EventsListen: ":3000",
 		},
-		Discord: Discord{
-			Platform: Platform{SessionScope: core.ScopeThread, CommandPrefix: "!", MaxFileBytes: mib20},
+		"discord": &discord.Config{
+			Platform: config.Platform{SessionScope: core.ScopeThread, CommandPrefix: "!", MaxFileBytes: mib20},
 		},
-		Telegram: Telegram{
-			Platform:     Platform{SessionScope: core.ScopeThread, CommandPrefix: "/", MaxFileBytes: mib20},
+		"telegram": &telegram.Config{
+			Platform:     config.Platform{SessionScope: core.ScopeThread, CommandPrefix: "/", MaxFileBytes: mib20},
 			Mode:         "polling",
 			GroupTrigger: "mention",
 			Drafts:       true,
 		},
 	}
-	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(Config{})); diff != "" {
-		t.Errorf("defaults (-want +got):\n%s", diff)
+	if diff := cmp.Diff(wantSections, sections); diff != "" {
+		t.Errorf("platform defaults (-want +got):\n%s", diff)
 	}
 	if w := cfg.Warnings(); len(w) != 0 {
 		t.Errorf("Warnings() = %v, want none", w)
@@ -286,13 +327,13 @@ func TestDefaults(t *testing.T) {
 // TestNullsKeepDefaults: an empty value (YAML null) means "not set", so
 // a half-filled copy of the example keeps working.
 func TestNullsKeepDefaults(t *testing.T) {
-	cfg, err := Parse([]byte(head+"queue_depth:\npresenter:\nslack:\n  command_prefix:\n  allow_users:\n"), "c.yaml", env(nil))
+	cfg, err := parse([]byte(head+"queue_depth:\npresenter:\nslack:\n  command_prefix:\n  allow_users:\n"), "c.yaml", env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.QueueDepth != 5 || cfg.Slack.CommandPrefix != "!" || cfg.Presenter.Thinking != "show" || cfg.Slack.AllowUsers != nil {
+	if cfg.QueueDepth != 5 || slackOf(cfg).CommandPrefix != "!" || cfg.Presenter.Thinking != "show" || slackOf(cfg).AllowUsers != nil {
 		t.Errorf("nulls changed defaults: queue_depth %d, prefix %q, thinking %q, allow_users %v",
-			cfg.QueueDepth, cfg.Slack.CommandPrefix, cfg.Presenter.Thinking, cfg.Slack.AllowUsers)
+			cfg.QueueDepth, slackOf(cfg).CommandPrefix, cfg.Presenter.Thinking, slackOf(cfg).AllowUsers)
 	}
 }
 
@@ -333,7 +374,7 @@ slack:
   native_streaming: true
 `
 	dir := t.TempDir()
-	cfg, err := Parse([]byte(file), filepath.Join(dir, "c.yaml"), env(map[string]string{
+	cfg, err := parse([]byte(file), filepath.Join(dir, "c.yaml"), env(map[string]string{
 		"DISCORD_BOT_TOKEN":       "discord-token",
 		"TELEGRAM_BOT_TOKEN":      "123:tg-token",
 		"PUBLIC_HOST":             "bridge.example.com",
@@ -345,14 +386,14 @@ slack:
 	type summary struct {
 		Store, Default        string
 		Profiles              map[string]string
-		Routes                []Route
+		Routes                []config.Route
 		Queue                 int
 		TTL, Grace            time.Duration
-		Presenter             Presenter
-		Log                   Log
+		Presenter             config.Presenter
+		Log                   config.Log
 		Listen                string
 		DiscordToken          string
-		DiscordAccess         Access
+		DiscordAccess         config.Access
 		Guilds                []string
 		MessageContent        bool
 		DiscordMax            int64
@@ -366,11 +407,11 @@ slack:
 	got := summary{
 		cfg.Store, cfg.DefaultProfile, cfg.Profiles, cfg.Routes, cfg.QueueDepth, cfg.DedupTTL, cfg.ShutdownGrace,
 		cfg.Presenter, cfg.Log, cfg.Metrics.Listen,
-		cfg.Discord.Token.Reveal(), cfg.Discord.Access, cfg.Discord.SlashCommandsGuilds, cfg.Discord.MessageContent, cfg.Discord.MaxFileBytes,
-		cfg.Telegram.Token.Reveal(), cfg.Telegram.WebhookSecret.Reveal(),
-		cfg.Telegram.Mode, cfg.Telegram.WebhookURL, cfg.Telegram.WebhookListen,
-		cfg.Telegram.AllowChats, cfg.Telegram.GroupTrigger, cfg.Telegram.Drafts,
-		cfg.Slack.NativeStreaming,
+		discordOf(cfg).Token.Reveal(), discordOf(cfg).Access, discordOf(cfg).SlashCommandsGuilds, discordOf(cfg).MessageContent, discordOf(cfg).MaxFileBytes,
+		telegramOf(cfg).Token.Reveal(), telegramOf(cfg).WebhookSecret.Reveal(),
+		telegramOf(cfg).Mode, telegramOf(cfg).WebhookURL, telegramOf(cfg).WebhookListen,
+		telegramOf(cfg).AllowChats, telegramOf(cfg).GroupTrigger, telegramOf(cfg).Drafts,
+		slackOf(cfg).NativeStreaming,
 	}
 	want := summary{
 		Store:   "/var/lib/agentbridge/state.db",
@@ -380,15 +421,15 @@ slack:
 			"claude": filepath.Join(dir, "profiles/claude/profile.yaml"),
 			"abs":    "/etc/agentbridge/codex.yaml",
 		},
-		Routes:         []Route{{Platform: "slack", Workspace: "T0123", Channel: "C0456", Profile: "demo"}},
+		Routes:         []config.Route{{Platform: "slack", Workspace: "T0123", Channel: "C0456", Profile: "demo"}},
 		Queue:          16,
 		TTL:            90 * time.Minute,
 		Grace:          0,
-		Presenter:      Presenter{PlaceholderDelay: 0, Thinking: "hide", UsageFooter: true, MinEditInterval: 250 * time.Millisecond},
-		Log:            Log{Level: "debug", Format: "json"},
+		Presenter:      config.Presenter{PlaceholderDelay: 0, Thinking: "hide", UsageFooter: true, MinEditInterval: 250 * time.Millisecond},
+		Log:            config.Log{Level: "debug", Format: "json"},
 		Listen:         "127.0.0.1:9464",
 		DiscordToken:   "discord-token",
-		DiscordAccess:  Access{AllowUsers: []string{"123456789012345678", "U2"}, AllowChats: []string{"*"}},
+		DiscordAccess:  config.Access{AllowUsers: []string{"123456789012345678", "U2"}, AllowChats: []string{"*"}},
 		Guilds:         []string{"42"},
 		MessageContent: true,
 		DiscordMax:     1000,
@@ -419,39 +460,39 @@ func TestEnvExpansion(t *testing.T) {
 	tests := []struct {
 		name  string
 		slack string
-		check func(Slack) string // describes a mismatch, "" when fine
+		check func(*slack.Config) string // describes a mismatch, "" when fine
 	}{
-		{"whole value", "bot_token: ${SLACK_BOT_TOKEN}\n  app_token: ${SLACK_APP_TOKEN}", func(s Slack) string {
+		{"whole value", "bot_token: ${SLACK_BOT_TOKEN}\n  app_token: ${SLACK_APP_TOKEN}", func(s *slack.Config) string {
 			if s.BotToken.Reveal() != "xoxb-1-2-abc" || s.AppToken.Reveal() != "xapp-1-A-xyz" {
 				return "tokens not expanded: " + s.BotToken.Reveal() + " " + s.AppToken.Reveal()
 			}
 			return ""
 		}},
-		{"dollar without braces stays literal", "bot_token: xoxb-pa$$w$RD\n  app_token: ${SLACK_APP_TOKEN}", func(s Slack) string {
+		{"dollar without braces stays literal", "bot_token: xoxb-pa$$w$RD\n  app_token: ${SLACK_APP_TOKEN}", func(s *slack.Config) string {
 			if s.BotToken.Reveal() != "xoxb-pa$$w$RD" {
 				return "got " + s.BotToken.Reveal()
 			}
 			return ""
 		}},
-		{"embedded reference", "bot_token: ${SLACK_BOT_TOKEN}\n  app_token: pre-${SLACK_APP_TOKEN}-post", func(s Slack) string {
+		{"embedded reference", "bot_token: ${SLACK_BOT_TOKEN}\n  app_token: pre-${SLACK_APP_TOKEN}-post", func(s *slack.Config) string {
 			if s.AppToken.Reveal() != "pre-xapp-1-A-xyz-post" {
 				return "got " + s.AppToken.Reveal()
 			}
 			return ""
 		}},
-		{"unset optional url is not configured", "bot_token: ${SLACK_BOT_TOKEN}\n  app_token: ${SLACK_APP_TOKEN}\n  api_url: ${SLACK_API_URL}", func(s Slack) string {
+		{"unset optional url is not configured", "bot_token: ${SLACK_BOT_TOKEN}\n  app_token: ${SLACK_APP_TOKEN}\n  api_url: ${SLACK_API_URL}", func(s *slack.Config) string {
 			if s.APIURL != "" {
 				return "api_url = " + s.APIURL
 			}
 			return ""
 		}},
-		{"unneeded secret may be unset", "bot_token: ${SLACK_BOT_TOKEN}\n  app_token: ${SLACK_APP_TOKEN}\n  signing_secret: ${SLACK_SIGNING_SECRET}", func(s Slack) string {
+		{"unneeded secret may be unset", "bot_token: ${SLACK_BOT_TOKEN}\n  app_token: ${SLACK_APP_TOKEN}\n  signing_secret: ${SLACK_SIGNING_SECRET}", func(s *slack.Config) string {
 			if !s.SigningSecret.IsZero() {
 				return "signing secret set"
 			}
 			return ""
 		}},
-		{"url expanded", "bot_token: ${SLACK_BOT_TOKEN}\n  app_token: ${SLACK_APP_TOKEN}\n  api_url: http://127.0.0.1:${EMPTY}8080/api/", func(s Slack) string {
+		{"url expanded", "bot_token: ${SLACK_BOT_TOKEN}\n  app_token: ${SLACK_APP_TOKEN}\n  api_url: http://127.0.0.1:${EMPTY}8080/api/", func(s *slack.Config) string {
 			if s.APIURL != "http://127.0.0.1:8080/api/" {
 				return "api_url = " + s.APIURL
 			}
@@ -460,11 +501,11 @@ func TestEnvExpansion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(head+"slack:\n  enabled: true\n  "+tt.slack+"\n"), "c.yaml", env(vars))
+			cfg, err := parse([]byte(head+"slack:\n  enabled: true\n  "+tt.slack+"\n"), "c.yaml", env(vars))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if msg := tt.check(cfg.Slack); msg != "" {
+			if msg := tt.check(slackOf(cfg)); msg != "" {
 				t.Error(msg)
 			}
 		})
@@ -473,21 +514,21 @@ func TestEnvExpansion(t *testing.T) {
 	// A disabled platform's secrets are not needed, so unset variables
 	// there are no error.
 	t.Run("disabled platform", func(t *testing.T) {
-		cfg, err := Parse([]byte(head+"discord:\n  enabled: false\n  token: ${NOPE}\n  api_url: http://${NOPE}/x\n"), "c.yaml", env(nil))
+		cfg, err := parse([]byte(head+"discord:\n  enabled: false\n  token: ${NOPE}\n  api_url: http://${NOPE}/x\n"), "c.yaml", env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !cfg.Discord.Token.IsZero() {
-			t.Errorf("token = %q, want empty", cfg.Discord.Token.Reveal())
+		if !discordOf(cfg).Token.IsZero() {
+			t.Errorf("token = %q, want empty", discordOf(cfg).Token.Reveal())
 		}
 	})
 	t.Run("lookup nil uses the process environment", func(t *testing.T) {
 		t.Setenv("AGENTBRIDGE_CONFIG_TEST_TOKEN", "from-env")
-		cfg, err := Parse([]byte(head+"discord:\n  enabled: true\n  token: ${AGENTBRIDGE_CONFIG_TEST_TOKEN}\n"), "c.yaml", nil)
+		cfg, err := parse([]byte(head+"discord:\n  enabled: true\n  token: ${AGENTBRIDGE_CONFIG_TEST_TOKEN}\n"), "c.yaml", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.Discord.Token.Reveal(); got != "from-env" {
+		if got := discordOf(cfg).Token.Reveal(); got != "from-env" {
 			t.Errorf("token = %q, want from-env", got)
 		}
 	})
@@ -503,7 +544,7 @@ routes:
   - {platform: telegram, profile: d}
   - {platform: telegram, channel: "42", profile: a}
 `
-	cfg, err := Parse([]byte(file), "c.yaml", env(nil))
+	cfg, err := parse([]byte(file), "c.yaml", env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,19 +570,19 @@ routes:
 func TestAccess(t *testing.T) {
 	tests := []struct {
 		name     string
-		access   Access
+		access   config.Access
 		id       string
 		user     bool
 		chat     bool
 		approver bool
 	}{
-		{"empty denies", Access{}, "U1", false, false, false},
-		{"listed", Access{AllowUsers: []string{"U1"}, AllowChats: []string{"U1"}, Approvers: []string{"U1"}}, "U1", true, true, true},
-		{"other id", Access{AllowUsers: []string{"U1"}, AllowChats: []string{"C1"}, Approvers: []string{"U1"}}, "U2", false, false, false},
-		{"wildcard", Access{AllowUsers: []string{"*"}, AllowChats: []string{"*"}, Approvers: []string{"*"}}, "U7", true, true, false},
-		{"empty id never allowed", Access{AllowUsers: []string{"*", ""}, AllowChats: []string{"*"}, Approvers: []string{""}}, "", false, false, false},
-		{"wildcard id is not an approver", Access{Approvers: []string{"*"}}, "*", false, false, false},
-		{"case matters", Access{AllowUsers: []string{"u1"}}, "U1", false, false, false},
+		{"empty denies", config.Access{}, "U1", false, false, false},
+		{"listed", config.Access{AllowUsers: []string{"U1"}, AllowChats: []string{"U1"}, Approvers: []string{"U1"}}, "U1", true, true, true},
+		{"other id", config.Access{AllowUsers: []string{"U1"}, AllowChats: []string{"C1"}, Approvers: []string{"U1"}}, "U2", false, false, false},
+		{"wildcard", config.Access{AllowUsers: []string{"*"}, AllowChats: []string{"*"}, Approvers: []string{"*"}}, "U7", true, true, false},
+		{"empty id never allowed", config.Access{AllowUsers: []string{"*", ""}, AllowChats: []string{"*"}, Approvers: []string{""}}, "", false, false, false},
+		{"wildcard id is not an approver", config.Access{Approvers: []string{"*"}}, "*", false, false, false},
+		{"case matters", config.Access{AllowUsers: []string{"u1"}}, "U1", false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -551,22 +592,22 @@ func TestAccess(t *testing.T) {
 			}
 		})
 	}
-	// Access is embedded, so a platform section answers directly.
-	cfg, err := Parse([]byte(head+"telegram:\n  allow_users: [111]\n  approvers: [222]\n"), "c.yaml", env(nil))
+	// config.Access is embedded, so a platform section answers directly.
+	cfg, err := parse([]byte(head+"telegram:\n  allow_users: [111]\n  approvers: [222]\n"), "c.yaml", env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Telegram.AllowsUser("111") || cfg.Telegram.AllowsUser("222") || !cfg.Telegram.IsApprover("222") {
-		t.Errorf("telegram access %+v answers wrongly", cfg.Telegram.Access)
+	if !telegramOf(cfg).AllowsUser("111") || telegramOf(cfg).AllowsUser("222") || !telegramOf(cfg).IsApprover("222") {
+		t.Errorf("telegram access %+v answers wrongly", telegramOf(cfg).Access)
 	}
 }
 
 // Real-looking tokens; none may ever show in an error or in formatted output.
 const (
-	slackBot = "xoxb-2712345678-7712345678901-AbCdEfGhIjKlMnOpQrStUvWx"
-	slackApp = "xapp-1-A07ABCDEFGH-7712345678901-0123456789abcdef0123456789abcdef"
-	discord  = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GAbCdE.abcdefghijklmnopqrstuvwxyz0123456789AB"
-	tgToken  = "7123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw4"
+	slackBot   = "xoxb-2712345678-7712345678901-AbCdEfGhIjKlMnOpQrStUvWx"
+	slackApp   = "xapp-1-A07ABCDEFGH-7712345678901-0123456789abcdef0123456789abcdef"
+	discordTok = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GAbCdE.abcdefghijklmnopqrstuvwxyz0123456789AB"
+	tgToken    = "7123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw4"
 )
 
 func TestSecretsNotInErrors(t *testing.T) {
@@ -577,24 +618,24 @@ slack:
   app_token: ` + slackApp + `
   mode: sockett
   bot_tokn: ` + slackBot + `
-  api_url: https://user:` + discord + `@[bad
+  api_url: https://user:` + discordTok + `@[bad
 discord:
   enabled: true
-  token: ` + discord + `
-  session_scope: ` + discord + `
-  command_prefix: [` + discord + `]
+  token: ` + discordTok + `
+  session_scope: ` + discordTok + `
+  command_prefix: [` + discordTok + `]
 telegram:
   enabled: true
   token: {value: ` + tgToken + `}
   mode: webhook
   webhook_secret: ` + tgToken + `
 `
-	_, err := Parse([]byte(file), "c.yaml", env(nil))
+	_, err := parse([]byte(file), "c.yaml", env(nil))
 	if err == nil {
 		t.Fatal("Parse succeeded, want errors")
 	}
 	msg := err.Error()
-	for _, secret := range []string{slackBot, slackApp, discord, tgToken, "AbCdEf", "AAHdqT"} {
+	for _, secret := range []string{slackBot, slackApp, discordTok, tgToken, "AbCdEf", "AAHdqT"} {
 		if strings.Contains(msg, secret) {
 			t.Errorf("error text contains secret %q:\n%s", secret, msg)
 		}
@@ -622,20 +663,20 @@ telegram:
   webhook_listen: 127.0.0.1:8443
   webhook_secret: ${TELEGRAM_WEBHOOK_SECRET}
 `
-	cfg, err := Parse([]byte(file), "c.yaml", env(map[string]string{
+	cfg, err := parse([]byte(file), "c.yaml", env(map[string]string{
 		"SLACK_BOT_TOKEN":         slackBot,
 		"SLACK_APP_TOKEN":         slackApp,
-		"DISCORD_BOT_TOKEN":       discord,
+		"DISCORD_BOT_TOKEN":       discordTok,
 		"TELEGRAM_BOT_TOKEN":      tgToken,
 		"TELEGRAM_WEBHOOK_SECRET": "webhook_secret_value",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Slack.BotToken.Reveal() != slackBot {
+	if slackOf(cfg).BotToken.Reveal() != slackBot {
 		t.Fatalf("bot token not loaded")
 	}
-	secrets := []string{slackBot, slackApp, discord, tgToken, "webhook_secret_value", "plain-signing-secret-value"}
+	secrets := []string{slackBot, slackApp, discordTok, tgToken, "webhook_secret_value", "plain-signing-secret-value"}
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
 		out := fmt.Sprintf(verb, cfg)
 		if verb != "%s" && !strings.Contains(out, "REDACTED") {
@@ -670,7 +711,7 @@ telegram:
   token: literal-but-disabled
   allow_chats: ["*"]
 `
-	cfg, err := Parse([]byte(file), "c.yaml", env(map[string]string{"SLACK_APP_TOKEN": "xapp-1", "DISCORD_BOT_TOKEN": "d"}))
+	cfg, err := parse([]byte(file), "c.yaml", env(map[string]string{"SLACK_APP_TOKEN": "xapp-1", "DISCORD_BOT_TOKEN": "d"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -696,7 +737,7 @@ func TestLoad(t *testing.T) {
 	if err := os.WriteFile(path, []byte("store: data/state.db\nprofiles: {p: ../shared/p.yaml}\ndefault_profile: p\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(path, env(nil))
+	cfg, err := load(path, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -707,7 +748,7 @@ func TestLoad(t *testing.T) {
 
 	t.Run("relative config path", func(t *testing.T) {
 		t.Chdir(dir)
-		cfg, err := Load("bridge.yaml", env(nil))
+		cfg, err := load("bridge.yaml", env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -716,7 +757,7 @@ func TestLoad(t *testing.T) {
 		}
 	})
 	t.Run("missing file", func(t *testing.T) {
-		_, err := Load(filepath.Join(dir, "nope.yaml"), env(nil))
+		_, err := load(filepath.Join(dir, "nope.yaml"), env(nil))
 		if !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("Load of a missing file = %v, want fs.ErrNotExist", err)
 		}
@@ -726,7 +767,7 @@ func TestLoad(t *testing.T) {
 		if err := os.WriteFile(bad, []byte(head+"queue_depth: 0\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Load(bad, env(nil))
+		_, err := load(bad, env(nil))
 		if want := bad + ":3: queue_depth: must be between 1 and 100, got 0"; err == nil || err.Error() != want {
 			t.Errorf("Load error = %v, want %s", err, want)
 		}
@@ -736,17 +777,17 @@ func TestLoad(t *testing.T) {
 func TestAliases(t *testing.T) {
 	// Anchors and aliases are plain YAML and work; merge keys do not.
 	file := head + "slack:\n  allow_users: &team [U1, U2]\n  approvers: *team\n"
-	cfg, err := Parse([]byte(file), "c.yaml", env(nil))
+	cfg, err := parse([]byte(file), "c.yaml", env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"U1", "U2"}, cfg.Slack.Approvers); diff != "" {
+	if diff := cmp.Diff([]string{"U1", "U2"}, slackOf(cfg).Approvers); diff != "" {
 		t.Errorf("approvers via alias (-want +got):\n%s", diff)
 	}
 }
 
 func TestFieldErrorWithoutFile(t *testing.T) {
-	_, err := Parse([]byte(head+"queue_depth: 0\n"), "", env(nil))
+	_, err := parse([]byte(head+"queue_depth: 0\n"), "", env(nil))
 	if want := "line 3: queue_depth: must be between 1 and 100, got 0"; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)
 	}
@@ -756,7 +797,7 @@ func TestSlogLevel(t *testing.T) {
 	for level, want := range map[string]slog.Level{
 		"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
 	} {
-		cfg, err := Parse([]byte(head+"log: {level: "+level+"}\n"), "c.yaml", env(nil))
+		cfg, err := parse([]byte(head+"log: {level: "+level+"}\n"), "c.yaml", env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -769,12 +810,92 @@ func TestSlogLevel(t *testing.T) {
 // TestIdleTimeout: off unless set; a duration when set.
 func TestIdleTimeout(t *testing.T) {
 	for yaml, want := range map[string]time.Duration{head: 0, head + "idle_timeout: 15m\n": 15 * time.Minute} {
-		cfg, err := Parse([]byte(yaml), "c.yaml", env(nil))
+		cfg, err := parse([]byte(yaml), "c.yaml", env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.IdleTimeout != want {
 			t.Errorf("idle_timeout from %q = %v; want %v", yaml, cfg.IdleTimeout, want)
 		}
+	}
+}
+
+// TestAccounts: a KIND/NAME section is another account of that platform,
+// with every key of the platform's own section, checked the same way, and
+// its own name for routes.
+func TestAccounts(t *testing.T) {
+	file := head + `telegram:
+  enabled: true
+  token: ${TG_ONE}
+  allow_users: ["1"]
+telegram/work:
+  enabled: true
+  token: ${TG_TWO}
+  allow_users: ["2"]
+  command_prefix: "!"
+slack/other:
+  bot_token: ${NOPE}
+routes:
+  - {platform: telegram/work, profile: other}
+`
+	cfg, err := parse([]byte(file), "c.yaml", env(map[string]string{"TG_ONE": "1:a", "TG_TWO": "2:b"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names, enabled []string
+	for _, a := range cfg.Accounts {
+		names = append(names, a.Name+"="+a.Kind.Name)
+	}
+	for _, a := range cfg.Enabled() {
+		enabled = append(enabled, a.Name)
+	}
+	if diff := cmp.Diff([]string{"slack=slack", "discord=discord", "telegram=telegram", "telegram/work=telegram", "slack/other=slack"}, names); diff != "" {
+		t.Errorf("accounts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"telegram", "telegram/work"}, enabled); diff != "" {
+		t.Errorf("enabled (-want +got):\n%s", diff)
+	}
+	work := sectionOf(cfg, "telegram/work").(*telegram.Config)
+	if work.Token.Reveal() != "2:b" || work.CommandPrefix != "!" || work.Mode != "polling" || !slices.Equal(work.AllowUsers, []string{"2"}) {
+		t.Errorf("telegram/work = %+v (token %q)", work, work.Token.Reveal())
+	}
+	if telegramOf(cfg).Token.Reveal() != "1:a" || telegramOf(cfg).CommandPrefix != "/" {
+		t.Errorf("telegram = %+v", telegramOf(cfg))
+	}
+	if got := cfg.ProfileFor(core.ConversationKey{Platform: "telegram/work", Channel: "2"}); got != "other" {
+		t.Errorf("route for telegram/work = %q, want other", got)
+	}
+	if got := cfg.ProfileFor(core.ConversationKey{Platform: "telegram", Channel: "2"}); got != "demo" {
+		t.Errorf("route for telegram = %q, want demo (routes name one account)", got)
+	}
+
+	_, err = parse([]byte(head+`telegram/work:
+  enabled: true
+telegram/work:
+  enabled: false
+telegram/:
+  enabled: true
+discord/a b:
+  token: x
+matrix/x:
+  enabled: true
+slack/ops:
+  enabled: true
+  bot_token: xoxb-1
+  mode: events
+routes:
+  - {platform: telegram/home, profile: demo}
+`), "c.yaml", env(nil))
+	want := []string{
+		"c.yaml:3: telegram/work.token: is required when telegram/work is enabled",
+		"c.yaml:5: telegram/work: set twice (first at line 3)",
+		"c.yaml:7: telegram/: another telegram account is a section telegram/NAME, NAME being letters, digits, '.', '_' and '-', starting with a letter or digit",
+		"c.yaml:9: discord/a b: another discord account is a section discord/NAME, NAME being letters, digits, '.', '_' and '-', starting with a letter or digit",
+		"c.yaml:11: matrix/x: unknown field",
+		"c.yaml:13: slack/ops.signing_secret: is required in events mode",
+		`c.yaml:18: routes[0].platform: must be one of slack, discord, telegram, console, telegram/work, slack/ops, got "telegram/home"`,
+	}
+	if diff := cmp.Diff(want, problems(t, err)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }

@@ -23,6 +23,7 @@ import (
 type decoder struct {
 	file   string
 	lookup func(string) (string, bool)
+	kinds  []Kind
 	errs   []*FieldError
 	warns  []*FieldError
 	lines  map[string]int       // YAML path → line of its key, for problems found after the walk
@@ -40,7 +41,7 @@ type expansion struct {
 	whole bool     // the value was exactly one ${VAR}: unset means "not configured"
 }
 
-func parse(data []byte, path string, lookup func(string) (string, bool)) (*Config, error) {
+func parse(data []byte, path string, opts Options) (*Config, error) {
 	root, ferr := parseYAML(data)
 	if ferr != nil {
 		// A syntax error leaves no tree to check further.
@@ -59,7 +60,8 @@ func parse(data []byte, path string, lookup func(string) (string, bool)) (*Confi
 	}
 	d := &decoder{
 		file:   path,
-		lookup: lookup,
+		lookup: opts.LookupEnv,
+		kinds:  opts.Platforms,
 		lines:  map[string]int{"": root.Line},
 		vars:   map[string]expansion{},
 		needed: map[string]bool{},
@@ -76,7 +78,7 @@ func parse(data []byte, path string, lookup func(string) (string, bool)) (*Confi
 		return nil, errors.Join(errs...)
 	}
 	slices.SortStableFunc(d.warns, byLine)
-	c.warnings = d.warns
+	c.warnings, c.file, c.lines = d.warns, path, d.lines
 	return &c, nil
 }
 
@@ -162,7 +164,7 @@ type field struct {
 }
 
 func (d *decoder) root(n *yaml.Node, c *Config) {
-	d.mapping(n, "", []field{
+	d.mappingOr(n, "", append([]field{
 		{"store", d.str(&c.Store)},
 		{"profiles", func(n *yaml.Node, p string) { d.profiles(n, p, c) }},
 		{"default_profile", d.str(&c.DefaultProfile)},
@@ -184,31 +186,49 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 		{"metrics", d.sub([]field{
 			{"listen", d.str(&c.Metrics.Listen)},
 		})},
-		{"slack", d.sub(append(d.platformFields(&c.Slack.Platform),
-			field{"bot_token", d.secret(&c.Slack.BotToken)},
-			field{"app_token", d.secret(&c.Slack.AppToken)},
-			field{"signing_secret", d.secret(&c.Slack.SigningSecret)},
-			field{"mode", d.enum(&c.Slack.Mode, SlackSocket, SlackEvents)},
-			field{"events_listen", d.str(&c.Slack.EventsListen)},
-			field{"allow_bots", d.boolean(&c.Slack.AllowBots)},
-			field{"native_streaming", d.boolean(&c.Slack.NativeStreaming)},
-		))},
-		{"discord", d.sub(append(d.platformFields(&c.Discord.Platform),
-			field{"token", d.secret(&c.Discord.Token)},
-			field{"message_content", d.boolean(&c.Discord.MessageContent)},
-			field{"thread_per_mention", d.boolean(&c.Discord.ThreadPerMention)},
-			field{"slash_commands_guilds", d.list(&c.Discord.SlashCommandsGuilds)},
-		))},
-		{"telegram", d.sub(append(d.platformFields(&c.Telegram.Platform),
-			field{"token", d.secret(&c.Telegram.Token)},
-			field{"mode", d.enum(&c.Telegram.Mode, TelegramPolling, TelegramWebhook)},
-			field{"webhook_listen", d.str(&c.Telegram.WebhookListen)},
-			field{"webhook_url", d.url(&c.Telegram.WebhookURL)},
-			field{"webhook_secret", d.secret(&c.Telegram.WebhookSecret)},
-			field{"group_trigger", d.enum(&c.Telegram.GroupTrigger, TriggerMention, TriggerAll)},
-			field{"drafts", d.boolean(&c.Telegram.Drafts)},
-		))},
-	})
+	}, d.accounts(c)...), func(name, p string, k, v *yaml.Node) bool { return d.account(name, p, k, v, c) })
+}
+
+// accounts adds each kind's first account, with its defaults, and returns
+// the fields of their sections.
+func (d *decoder) accounts(c *Config) []field {
+	var fields []field
+	for _, kind := range d.kinds {
+		if kind.NewSection == nil {
+			continue
+		}
+		a := Account{Name: kind.Name, Kind: kind, Section: kind.NewSection()}
+		c.Accounts = append(c.Accounts, a)
+		fields = append(fields, field{a.Name, func(n *yaml.Node, p string) { d.section(n, p, a.Section) }})
+	}
+	return fields
+}
+
+// account decodes a KIND/NAME section: another account of a platform. It
+// reports whether name was one.
+func (d *decoder) account(name, p string, k, v *yaml.Node, c *Config) bool {
+	kindName, _, ok := accountName(name)
+	i := slices.IndexFunc(d.kinds, func(kind Kind) bool { return kind.Name == kindName && kind.NewSection != nil })
+	if i < 0 {
+		return false
+	}
+	if !ok {
+		d.fail(k.Line, p, "another %s account is a section %s/NAME, NAME being letters, digits, '.', '_' and '-', starting with a letter or digit", kindName, kindName)
+		return true
+	}
+	a := Account{Name: name, Kind: d.kinds[i], Section: d.kinds[i].NewSection()}
+	c.Accounts = append(c.Accounts, a)
+	d.lines[p] = k.Line
+	d.section(v, p, a.Section)
+	return true
+}
+
+// section decodes one platform section: the shared keys and the
+// platform's own.
+func (d *decoder) section(n *yaml.Node, path string, s Section) {
+	f := &Fields{d: d, list: d.platformFields(s.Shared())}
+	s.Declare(f)
+	d.mapping(n, path, f.list)
 }
 
 // platformFields are the fields every platform section has.
@@ -228,6 +248,12 @@ func (d *decoder) platformFields(p *Platform) []field {
 // mapping decodes a mapping node's keys with fields; keys not among fields
 // are errors. A null node leaves everything at its default.
 func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
+	d.mappingOr(n, path, fields, nil)
+}
+
+// mappingOr is mapping with other, when not nil, offered each key not among
+// fields first; it reports whether it took the key.
+func (d *decoder) mappingOr(n *yaml.Node, path string, fields []field, other func(name, p string, k, v *yaml.Node) bool) {
 	r := resolve(n)
 	if isNull(r) {
 		return
@@ -238,6 +264,9 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
 	}
 	d.entries(r, path, func(name, p string, k, v *yaml.Node) {
 		j := slices.IndexFunc(fields, func(f field) bool { return f.name == name })
+		if j < 0 && other != nil && other(name, p, k, v) {
+			return
+		}
 		if j < 0 {
 			d.fail(k.Line, p, "unknown field%s", suggest(name, fields))
 			return

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/platforms"
 )
 
 func ExampleParse() {
@@ -24,7 +25,7 @@ slack:
 		}
 		return "", false
 	}
-	_, err := config.Parse(file, "bridge.yaml", env)
+	_, err := config.Parse(file, "bridge.yaml", config.Options{Platforms: platforms.All(), LookupEnv: env})
 	fmt.Println(err)
 	// Output:
 	// bridge.yaml:4: queue_depth: must be between 1 and 100, got 500
@@ -37,7 +38,7 @@ func ExampleConfig_ProfileFor() {
 default_profile: demo
 routes:
   - {platform: slack, channel: C0456, profile: claude}
-`), "bridge.yaml", nil)
+`), "bridge.yaml", config.Options{Platforms: platforms.All()})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
 )
 
@@ -15,7 +16,7 @@ const exampleFile = "../config.example.yaml"
 // dummyEnv sets every variable the example references, as an operator
 // following it would; AGENTBRIDGE_STATE_DIR, which moves the store, stays unset.
 func dummyEnv(name string) (string, bool) {
-	if name == StateDirEnv {
+	if name == config.StateDirEnv {
 		return "", false
 	}
 	return "dummy_" + strings.ToLower(name), true
@@ -24,7 +25,7 @@ func dummyEnv(name string) (string, bool) {
 // TestExampleConfig keeps config.example.yaml loadable: it is the
 // documentation operators copy.
 func TestExampleConfig(t *testing.T) {
-	cfg, err := Load(exampleFile, dummyEnv)
+	cfg, err := load(exampleFile, dummyEnv)
 	if err != nil {
 		t.Fatalf("%s does not load:\n%v", exampleFile, err)
 	}
@@ -39,11 +40,14 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("ProfileFor = %q, want the default demo", got)
 	}
 	// The example spells out every default, so it must equal an empty file's.
-	def := defaults()
+	def, err := parse([]byte(head), "", dummyEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if cfg.QueueDepth != def.QueueDepth || cfg.Presenter != def.Presenter || cfg.Log != def.Log ||
-		cfg.Slack.Mode != def.Slack.Mode || cfg.Telegram.MaxFileBytes != def.Telegram.MaxFileBytes ||
-		cfg.Discord.SessionScope != def.Discord.SessionScope || cfg.Telegram.Drafts != def.Telegram.Drafts ||
-		cfg.Slack.NativeStreaming != def.Slack.NativeStreaming {
+		slackOf(cfg).Mode != slackOf(def).Mode || telegramOf(cfg).MaxFileBytes != telegramOf(def).MaxFileBytes ||
+		discordOf(cfg).SessionScope != discordOf(def).SessionScope || telegramOf(cfg).Drafts != telegramOf(def).Drafts ||
+		slackOf(cfg).NativeStreaming != slackOf(def).NativeStreaming {
 		t.Errorf("the example's values differ from the defaults:\n%+v", cfg)
 	}
 	if w := cfg.Warnings(); len(w) != 0 {
@@ -63,18 +67,18 @@ func TestExampleEnabled(t *testing.T) {
 	if n := bytes.Count(enabled, []byte("enabled: true")); n != 3 {
 		t.Fatalf("found %d platform sections to enable, want 3", n)
 	}
-	cfg, err := Parse(enabled, exampleFile, dummyEnv)
+	cfg, err := parse(enabled, exampleFile, dummyEnv)
 	if err != nil {
 		t.Fatalf("the example with every platform enabled does not load:\n%v", err)
 	}
-	if !cfg.Slack.Enabled || !cfg.Discord.Enabled || !cfg.Telegram.Enabled {
+	if len(cfg.Enabled()) != 3 {
 		t.Errorf("platforms not enabled: %+v", cfg)
 	}
-	if got := cfg.Discord.Token.Reveal(); got != "dummy_discord_bot_token" {
+	if got := discordOf(cfg).Token.Reveal(); got != "dummy_discord_bot_token" {
 		t.Errorf("discord token = %q, want the dummy", got)
 	}
 
-	_, err = Parse(enabled, exampleFile, func(string) (string, bool) { return "", false })
+	_, err = parse(enabled, exampleFile, func(string) (string, bool) { return "", false })
 	var got []string
 	for _, p := range problems(t, err) {
 		_, after, _ := strings.Cut(p, ": ") // drop file:line, which moves as the example is edited
@@ -118,7 +122,7 @@ func FuzzParse(f *testing.F) {
 		return "v", true
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse(data, "f.yaml", lookup)
+		cfg, err := parse(data, "f.yaml", lookup)
 		if (cfg == nil) == (err == nil) {
 			t.Fatalf("Parse returned config %v and error %v; want exactly one", cfg != nil, err)
 		}
@@ -156,7 +160,7 @@ func BenchmarkParseExample(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, err := Parse(data, exampleFile, dummyEnv); err != nil {
+		if _, err := parse(data, exampleFile, dummyEnv); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,9 +1,11 @@
-package config
+package config_test
 
 import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbridge/agentbridge/config"
 )
 
 // TestStateDir: a relative store path resolves against AGENTBRIDGE_STATE_DIR
@@ -22,14 +24,14 @@ func TestStateDir(t *testing.T) {
 		warn        string
 	}{
 		{"default without the variable", "", nil, filepath.Join(dir, "etc", "agentbridge.db"), ""},
-		{"default with the variable", "", map[string]string{StateDirEnv: state}, filepath.Join(state, "agentbridge.db"), ""},
-		{"relative with the variable", "store: data/b.db\n", map[string]string{StateDirEnv: state}, filepath.Join(state, "data", "b.db"), ""},
-		{"absolute wins over the variable", "store: " + abs + "\n", map[string]string{StateDirEnv: state}, abs, ""},
-		{"empty variable is unset", "", map[string]string{StateDirEnv: ""}, filepath.Join(dir, "etc", "agentbridge.db"), ""},
-		{"relative variable is ignored with a warning", "", map[string]string{StateDirEnv: "var/lib"}, filepath.Join(dir, "etc", "agentbridge.db"), StateDirEnv + " is not an absolute path"},
+		{"default with the variable", "", map[string]string{config.StateDirEnv: state}, filepath.Join(state, "agentbridge.db"), ""},
+		{"relative with the variable", "store: data/b.db\n", map[string]string{config.StateDirEnv: state}, filepath.Join(state, "data", "b.db"), ""},
+		{"absolute wins over the variable", "store: " + abs + "\n", map[string]string{config.StateDirEnv: state}, abs, ""},
+		{"empty variable is unset", "", map[string]string{config.StateDirEnv: ""}, filepath.Join(dir, "etc", "agentbridge.db"), ""},
+		{"relative variable is ignored with a warning", "", map[string]string{config.StateDirEnv: "var/lib"}, filepath.Join(dir, "etc", "agentbridge.db"), config.StateDirEnv + " is not an absolute path"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(head+tt.store), cfgPath, env(tt.env))
+			cfg, err := parse([]byte(head+tt.store), cfgPath, env(tt.env))
 			if err != nil {
 				t.Fatal(err)
 			}

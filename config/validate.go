@@ -11,11 +11,19 @@ import (
 	"strings"
 )
 
-// knownPlatforms lists the adapter names a route may name.
-const knownPlatforms = "slack, discord, telegram, console"
-
-func knownPlatform(name string) bool {
-	return slices.Contains(strings.Split(knownPlatforms, ", "), name)
+// platformNames lists the names a route may give as its platform: every
+// kind's, and every account's.
+func (d *decoder) platformNames(c *Config) []string {
+	var names []string
+	for _, k := range d.kinds {
+		names = append(names, k.Name)
+	}
+	for _, a := range c.Accounts {
+		if !slices.Contains(names, a.Name) {
+			names = append(names, a.Name)
+		}
+	}
+	return names
 }
 
 // validName reports whether s is a profile name: letters, digits, '.', '_'
@@ -28,17 +36,6 @@ func validName(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// validTelegramSecret follows Telegram's rule for setWebhook's secret_token:
-// 1-256 characters of A-Z, a-z, 0-9, _ and -.
-func validTelegramSecret(s string) bool {
-	for _, c := range []byte(s) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return len(s) >= 1 && len(s) <= 256
 }
 
 // validate checks what the walk could not check field by field: required
@@ -60,9 +57,13 @@ func (d *decoder) validate(c *Config, dir string) {
 		}
 	}
 
-	d.validateSlack(&c.Slack)
-	d.validateDiscord(&c.Discord)
-	d.validateTelegram(&c.Telegram)
+	for _, a := range c.Accounts {
+		d.validatePlatform(a.Name, a.Section.Shared())
+		if a.Enabled() {
+			a.Section.Check(&Checker{d: d, section: a.Name})
+			d.optionalVars(a.Name)
+		}
+	}
 }
 
 func (d *decoder) validateProfiles(c *Config, dir string) {
@@ -101,11 +102,12 @@ func (d *decoder) validateProfiles(c *Config, dir string) {
 }
 
 func (d *decoder) validateRoutes(c *Config) {
+	names := d.platformNames(c)
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
-		if r.Platform != "" && !knownPlatform(r.Platform) {
+		if r.Platform != "" && !slices.Contains(names, r.Platform) {
 			d.fail(d.line(p+".platform"), p+".platform", "must be one of %s, got %s",
-				knownPlatforms, quoteShort(r.Platform))
+				strings.Join(names, ", "), quoteShort(r.Platform))
 		}
 		if _, ok := c.Profiles[r.Profile]; d.failed[p+".profile"] {
 			continue
@@ -142,62 +144,6 @@ func (d *decoder) validatePlatform(name string, p *Platform) {
 }
 
 func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
-
-func (d *decoder) validateSlack(s *Slack) {
-	d.validatePlatform("slack", &s.Platform)
-	if !s.Enabled {
-		return
-	}
-	// Swapped tokens are the classic Slack setup mistake; name the prefix,
-	// never the token.
-	if d.need("slack.bot_token", !s.BotToken.IsZero(), "when slack is enabled") &&
-		strings.HasPrefix(s.BotToken.Reveal(), "xapp-") {
-		d.fail(d.line("slack.bot_token"), "slack.bot_token", "holds an app-level token (xapp-); bot_token takes the bot token (xoxb-)")
-	}
-	switch s.Mode {
-	case SlackSocket:
-		if d.need("slack.app_token", !s.AppToken.IsZero(), "in socket mode") &&
-			strings.HasPrefix(s.AppToken.Reveal(), "xoxb-") {
-			d.fail(d.line("slack.app_token"), "slack.app_token", "holds a bot token (xoxb-); app_token takes the app-level token (xapp-)")
-		}
-	case SlackEvents:
-		d.need("slack.signing_secret", !s.SigningSecret.IsZero(), "in events mode")
-		if d.need("slack.events_listen", s.EventsListen != "", "in events mode") {
-			d.checkListen("slack.events_listen", s.EventsListen)
-		}
-	}
-	d.optionalVars("slack")
-}
-
-func (d *decoder) validateDiscord(s *Discord) {
-	d.validatePlatform("discord", &s.Platform)
-	if !s.Enabled {
-		return
-	}
-	d.need("discord.token", !s.Token.IsZero(), "when discord is enabled")
-	d.optionalVars("discord")
-}
-
-func (d *decoder) validateTelegram(s *Telegram) {
-	d.validatePlatform("telegram", &s.Platform)
-	if !s.Enabled {
-		return
-	}
-	d.need("telegram.token", !s.Token.IsZero(), "when telegram is enabled")
-	if s.Mode == TelegramWebhook {
-		if d.need("telegram.webhook_url", s.WebhookURL != "", "in webhook mode") {
-			d.checkURL("telegram.webhook_url", s.WebhookURL)
-		}
-		if d.need("telegram.webhook_listen", s.WebhookListen != "", "in webhook mode") {
-			d.checkListen("telegram.webhook_listen", s.WebhookListen)
-		}
-		if d.need("telegram.webhook_secret", !s.WebhookSecret.IsZero(), "in webhook mode") &&
-			!validTelegramSecret(s.WebhookSecret.Reveal()) {
-			d.fail(d.line("telegram.webhook_secret"), "telegram.webhook_secret", "must be 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)")
-		}
-	}
-	d.optionalVars("telegram")
-}
 
 // need reports whether a field an enabled platform cannot work without is
 // set, failing otherwise: with the variables it references that are unset

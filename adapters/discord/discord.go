@@ -44,6 +44,9 @@ const (
 
 // Options configure an Adapter.
 type Options struct {
+	// Name is the adapter's Name(), the ConversationKey.Platform of its
+	// conversations; default Name. Two bots served at once need two names.
+	Name string
 	// Token is the bot token, without the "Bot " prefix.
 	Token core.Secret
 	// APIURL, when set, receives all of the adapter's HTTP traffic (REST,
@@ -114,6 +117,9 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	if opts.Token.IsZero() {
 		return nil, errors.New("discord: no bot token configured")
 	}
+	if opts.Name == "" {
+		opts.Name = Name
+	}
 	if strings.HasPrefix(opts.Token.Reveal(), "Bot ") {
 		opts.Token = core.Secret(strings.TrimPrefix(opts.Token.Reveal(), "Bot "))
 	}
@@ -163,7 +169,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 }
 
 // Name implements core.Platform.
-func (a *Adapter) Name() string { return Name }
+func (a *Adapter) Name() string { return a.opts.Name }
 
 // Limits implements core.Platform.
 func (a *Adapter) Limits() core.Limits {

@@ -156,7 +156,7 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 	var conv core.ConversationKey
 	switch {
 	case m.GuildID == "":
-		conv = core.ConversationKey{Platform: Name, Channel: m.ChannelID}
+		conv = core.ConversationKey{Platform: a.opts.Name, Channel: m.ChannelID}
 	default:
 		conv = a.conv(ctx, m.GuildID, m.ChannelID)
 		ownThread := conv.Thread != "" && a.channelOwner(ctx, m.ChannelID) == bot
@@ -197,7 +197,7 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 // under its parent channel, so access lists name channels and
 // session_scope: thread keeps each thread's session apart.
 func (a *Adapter) conv(ctx context.Context, guild, channel string) core.ConversationKey {
-	k := core.ConversationKey{Platform: Name, Workspace: guild, Channel: channel}
+	k := core.ConversationKey{Platform: a.opts.Name, Workspace: guild, Channel: channel}
 	if guild == "" {
 		return k
 	}

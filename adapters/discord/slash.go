@@ -208,7 +208,7 @@ func (in *inbound) slashCommand(i *discordgo.Interaction) {
 	}, discordgo.WithContext(actx), discordgo.WithRetryOnRatelimit(false))
 	cancel()
 
-	conv := core.ConversationKey{Platform: Name, Channel: i.ChannelID}
+	conv := core.ConversationKey{Platform: a.opts.Name, Channel: i.ChannelID}
 	if i.GuildID != "" {
 		conv = a.conv(in.ctx, i.GuildID, i.ChannelID)
 	}

@@ -204,7 +204,7 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 		}
 	}
 	isDM := in.channelType == "im" || strings.HasPrefix(in.channel, "D")
-	conv := core.ConversationKey{Platform: Name, Workspace: in.team, Channel: in.channel}
+	conv := core.ConversationKey{Platform: a.opts.Name, Workspace: in.team, Channel: in.channel}
 	switch {
 	case isDM:
 		conv.Thread = in.thread // one conversation per DM, or per thread when the user threads
@@ -284,13 +284,14 @@ func tsTime(ts string) time.Time {
 	return time.Unix(s, us*1000)
 }
 
-// threadCursor names the store entry that marks a thread as the bot's.
-func threadCursor(conv core.ConversationKey) string {
-	return "slack/thread/" + conv.Workspace + "/" + conv.Channel + "/" + conv.Thread
+// threadCursor names the store entry that marks a thread as the bot's;
+// each account has its own.
+func (a *Adapter) threadCursor(conv core.ConversationKey) string {
+	return a.opts.Name + "/thread/" + conv.Workspace + "/" + conv.Channel + "/" + conv.Thread
 }
 
 func (a *Adapter) joinThread(ctx context.Context, conv core.ConversationKey) {
-	key := threadCursor(conv)
+	key := a.threadCursor(conv)
 	a.mu.Lock()
 	known := a.threads[key]
 	a.threads[key] = true
@@ -304,7 +305,7 @@ func (a *Adapter) joinThread(ctx context.Context, conv core.ConversationKey) {
 }
 
 func (a *Adapter) inThread(ctx context.Context, conv core.ConversationKey) bool {
-	key := threadCursor(conv)
+	key := a.threadCursor(conv)
 	a.mu.Lock()
 	known := a.threads[key]
 	a.mu.Unlock()
@@ -342,7 +343,7 @@ func (a *Adapter) interaction(ctx context.Context, d *dispatcher, cb slackapi.In
 	if msgTS == "" || channel == "" {
 		return
 	}
-	conv := core.ConversationKey{Platform: Name, Workspace: team, Channel: channel, Thread: thread}
+	conv := core.ConversationKey{Platform: a.opts.Name, Workspace: team, Channel: channel, Thread: thread}
 	for _, ba := range cb.ActionCallback.BlockActions {
 		if !strings.HasPrefix(ba.ActionID, actionPrefix) {
 			continue
@@ -376,7 +377,7 @@ func (a *Adapter) slashCommand(ctx context.Context, d *dispatcher, cmd slackapi.
 	}
 	text := strings.TrimSpace(cmd.Text)
 	text = a.asCommand(text, true)
-	conv := core.ConversationKey{Platform: Name, Workspace: team, Channel: cmd.ChannelID}
+	conv := core.ConversationKey{Platform: a.opts.Name, Workspace: team, Channel: cmd.ChannelID}
 	d.message(ctx, core.Message{
 		Conv: conv,
 		ID:   "cmd:" + cmd.TriggerID,

@@ -43,6 +43,9 @@ const (
 
 // Options configure an Adapter.
 type Options struct {
+	// Name is the adapter's Name(), the ConversationKey.Platform of its
+	// conversations; default Name. Two apps served at once need two names.
+	Name          string
 	BotToken      core.Secret // xoxb-, for the Web API
 	AppToken      core.Secret // xapp-, for Socket Mode
 	SigningSecret core.Secret // for the Events API over HTTP
@@ -134,6 +137,9 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Name == "" {
+		opts.Name = Name
+	}
 	if opts.Mode == "" {
 		opts.Mode = ModeSocket
 	}
@@ -202,8 +208,8 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	}, nil
 }
 
-// Name returns "slack".
-func (a *Adapter) Name() string { return Name }
+// Name returns Options.Name: "slack" unless set.
+func (a *Adapter) Name() string { return a.opts.Name }
 
 // Limits reports Slack's limits. MaxText stays under the 4,000 characters
 // Slack recommends for a message's text, with room for the section split.

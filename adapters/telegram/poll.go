@@ -106,7 +106,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 }
 
 func (a *Adapter) cursorName() string {
-	return "telegram:" + strconv.FormatInt(a.self.ID, 10) + ":offset"
+	return a.opts.Name + ":" + strconv.FormatInt(a.self.ID, 10) + ":offset"
 }
 
 func (a *Adapter) loadOffset(ctx context.Context) (int, error) {
@@ -244,7 +244,7 @@ func (a *Adapter) handle(ctx context.Context, h core.Handler, u update) {
 
 func (a *Adapter) conv(chat int64, t threadInfo) core.ConversationKey {
 	k := core.ConversationKey{
-		Platform:  Name,
+		Platform:  a.opts.Name,
 		Workspace: strconv.FormatInt(a.self.ID, 10),
 		Channel:   strconv.FormatInt(chat, 10),
 	}

@@ -60,6 +60,9 @@ type Command struct {
 
 // Options configure an Adapter.
 type Options struct {
+	// Name is the adapter's Name(), the ConversationKey.Platform of its
+	// conversations; default Name. Two bots served at once need two names.
+	Name   string
 	Token  core.Secret
 	APIURL string // base URL of the Bot API server; "" → DefaultAPIURL
 	// GroupTrigger is TriggerMention (default) or TriggerAll.
@@ -134,6 +137,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Adapter, error) 
 	}
 	if opts.Token.IsZero() {
 		return nil, errors.New("telegram: no bot token configured")
+	}
+	if opts.Name == "" {
+		opts.Name = Name
 	}
 	if opts.APIURL == "" {
 		opts.APIURL = DefaultAPIURL
@@ -213,8 +219,8 @@ func (a *Adapter) identifyUntilDone(ctx context.Context) error {
 	return nil
 }
 
-// Name returns "telegram".
-func (a *Adapter) Name() string { return Name }
+// Name returns Options.Name: "telegram" unless set.
+func (a *Adapter) Name() string { return a.opts.Name }
 
 // BotID returns the bot's Telegram user id (the Workspace of its
 // conversation keys).

@@ -16,6 +16,7 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/store"
 )
 
@@ -45,13 +46,13 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return usageErrorf("chat takes no arguments; type your messages after it starts")
 	}
 
-	state, err := stateDir()
+	state, err := profiles.StateDir()
 	if err != nil && (*storePath == "" || *profilePath == "") {
 		return err
 	}
 	var prof *agentproc.Profile
 	if *profilePath == "" {
-		prof, err = demoProfile(state)
+		prof, err = profiles.Demo(state)
 	} else {
 		prof, err = agentproc.LoadProfile(*profilePath)
 	}
@@ -74,7 +75,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if *verbose {
 		level = slog.LevelInfo
 	}
-	log := newLogger(stderr, level, "text")
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	opts := console.Options{}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		opts.Prompt = "you> "

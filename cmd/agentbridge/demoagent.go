@@ -9,10 +9,8 @@ import (
 	"github.com/agentbridge/agentbridge/profiles/demo"
 )
 
-// demoAgentCommand is the hidden subcommand that runs the built-in demo
-// agent; the demo profile points at this binary with it.
-const demoAgentCommand = "demo-agent"
-
+// cmdDemoAgent runs the built-in demo agent (profiles.DemoCommand): the
+// demo profile points at this binary with it.
 func cmdDemoAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	state := os.Getenv(demo.StateDirEnv)
 	if state == "" {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/agentbridge/agentbridge/profiles"
 )
 
 func main() {
@@ -51,7 +53,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdServe(ctx, rest, stdin, stdout, stderr)
 	case "validate":
 		return cmdValidate(ctx, rest, stdin, stdout, stderr)
-	case demoAgentCommand:
+	case profiles.DemoCommand:
 		return cmdDemoAgent(ctx, rest, stdin, stdout, stderr)
 	case "shim":
 		return cmdShim(ctx, rest, stdin, stdout, stderr)

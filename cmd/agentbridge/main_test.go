@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/agentbridge/agentbridge/profiles"
 )
 
 // TestMain for package main. When AGENTBRIDGE_TEST_AGENT is set, this test
@@ -13,13 +15,21 @@ import (
 // testAgent in run_test.go) and does only that; otherwise it runs the tests
 // with goroutine-leak checking. Other tests in this package may add agent
 // modes to testAgent, but should keep dispatching on the env var only.
+// mainEnv, set in a re-executed test binary's environment, makes it run
+// main with its arguments, as the agentbridge binary would.
+const mainEnv = "AGENTBRIDGE_TEST_MAIN"
+
 func TestMain(m *testing.M) {
+	// A test runs agentbridge itself as a process (see startServe).
+	if os.Getenv(mainEnv) != "" {
+		main()
+	}
 	if mode, ok := os.LookupEnv("AGENTBRIDGE_TEST_AGENT"); ok {
 		os.Exit(testAgent(mode))
 	}
 	// The built-in demo profile runs os.Executable() demo-agent, which in a
 	// test is this binary: serve it the way main would.
-	if len(os.Args) > 1 && os.Args[1] == demoAgentCommand {
+	if len(os.Args) > 1 && os.Args[1] == profiles.DemoCommand {
 		os.Exit(exitStatus(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
 	}
 	goleak.VerifyTestMain(m)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/termprompt"
 )
 
 const runUsage = `usage: agentbridge run --profile PATH [--session-id ID] [--session-name NAME]
@@ -127,10 +128,10 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	defer stopInterrupt()
 
 	out := newRunOutput(stdout, stderr, *asJSON)
-	var prompter *runPrompter
+	var prompter *termprompt.Prompter
 	if mode == "ask" {
-		prompter = newRunPrompter(stdin, stderr)
-		defer prompter.close()
+		prompter = termprompt.New(stdin, stderr)
+		defer prompter.Close()
 	}
 	opts := agentproc.Options{
 		Log:             log,
@@ -146,7 +147,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 				case "deny":
 					_ = e.Request.Respond(agentproc.Decision{Message: "denied by agentbridge run --permission deny"})
 				case "ask":
-					prompter.ask(e.Request)
+					prompter.Ask(e.Request)
 				}
 			}
 		},
@@ -264,111 +265,4 @@ func (w *runOutput) finish() {
 		w.stdoutOpen = false
 	}
 	w.flushLocked()
-}
-
-// runPrompter asks on the terminal about each permission request, one at a
-// time. Its goroutine reads answers from stdin; it is stopped by close.
-type runPrompter struct {
-	stderr   io.Writer
-	requests chan *agentproc.PermissionRequest
-	lines    chan string
-	done     chan struct{}
-	wg       sync.WaitGroup
-}
-
-func newRunPrompter(stdin io.Reader, stderr io.Writer) *runPrompter {
-	p := &runPrompter{
-		stderr:   stderr,
-		requests: make(chan *agentproc.PermissionRequest, 16),
-		lines:    make(chan string),
-		done:     make(chan struct{}),
-	}
-	// The line reader may stay blocked on a terminal read after the turn;
-	// it ends with the process (run exits right after). A reader that
-	// reaches EOF ends by itself.
-	go func() {
-		sc := bufio.NewScanner(stdin)
-		for sc.Scan() {
-			select {
-			case p.lines <- sc.Text():
-			case <-p.done:
-				return
-			}
-		}
-		close(p.lines)
-	}()
-	p.wg.Go(p.loop)
-	return p
-}
-
-// ask queues a request; it never blocks the runner's event goroutine.
-func (p *runPrompter) ask(r *agentproc.PermissionRequest) {
-	select {
-	case p.requests <- r:
-	default:
-		_ = r.Respond(agentproc.Decision{Message: "too many permission requests at once"})
-	}
-}
-
-func (p *runPrompter) loop() {
-	for {
-		var r *agentproc.PermissionRequest
-		select {
-		case r = <-p.requests:
-		case <-p.done:
-			return
-		}
-		select {
-		case <-r.Done(): // answered meanwhile (timeout, turn end)
-			continue
-		default:
-		}
-		desc := r.Description
-		if desc != "" {
-			desc = " — " + desc
-		}
-		fmt.Fprintf(p.stderr, "\npermission: %s%s\n  input: %s\nallow? [y/N] ", r.Tool, desc, r.Input)
-		select {
-		case line, ok := <-p.lines:
-			d := agentproc.Decision{Message: "denied by the user"}
-			if ok && isYes(line) {
-				d = agentproc.Decision{Allow: true}
-			}
-			if err := r.Respond(d); err != nil {
-				fmt.Fprintln(p.stderr, "(already answered:", describeAnswer(r)+")")
-			}
-		case <-r.Done():
-			fmt.Fprintln(p.stderr, "\n(", describeAnswer(r), ")")
-		case <-p.done:
-			return
-		}
-	}
-}
-
-func (p *runPrompter) close() {
-	close(p.done)
-	p.wg.Wait()
-}
-
-func isYes(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "y", "yes":
-		return true
-	}
-	return false
-}
-
-func describeAnswer(r *agentproc.PermissionRequest) string {
-	d, src := r.Answer()
-	verdict := "denied"
-	if d.Allow {
-		verdict = "allowed"
-	}
-	switch src {
-	case agentproc.AnsweredByPermissionTimeout:
-		return verdict + ": no answer in time"
-	case agentproc.AnsweredByTurnEnd:
-		return verdict + ": the turn ended"
-	}
-	return verdict
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/platforms"
+	"github.com/agentbridge/agentbridge/profiles"
 )
 
 // cmdValidate checks a config file and every profile it names, reporting
@@ -14,12 +17,12 @@ func cmdValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
 		return usageErrorf("usage: agentbridge validate CONFIG")
 	}
-	cfg, err := config.Load(args[0], nil)
+	cfg, err := config.Load(args[0], config.Options{Platforms: platforms.All()})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s is invalid:\n%v\n", args[0], err)
 		return exitCode(1)
 	}
-	profiles, err := loadProfiles(cfg)
+	profs, err := profiles.Load(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: a profile is invalid:\n%v\n", args[0], err)
 		return exitCode(1)
@@ -27,9 +30,13 @@ func cmdValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
-	for _, w := range profileWarnings(profiles) {
+	for _, w := range profiles.Warnings(profs) {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
-	fmt.Fprintf(stdout, "%s is valid: %d profile(s), platforms enabled: %v\n", args[0], len(cfg.Profiles), enabledPlatforms(cfg))
+	var enabled []string
+	for _, a := range cfg.Enabled() {
+		enabled = append(enabled, a.Name)
+	}
+	fmt.Fprintf(stdout, "%s is valid: %d profile(s), platforms enabled: [%s]\n", args[0], len(cfg.Profiles), strings.Join(enabled, " "))
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/agentbridge/agentbridge/metrics"
 )
 
 func TestVersionFrom(t *testing.T) {
@@ -41,7 +43,7 @@ func TestVersionStamped(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
-	srv := httptest.NewServer(newMetrics().handler())
+	srv := httptest.NewServer(metrics.New().Handler())
 	defer srv.Close()
 	sick := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "draining", http.StatusServiceUnavailable)

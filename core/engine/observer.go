@@ -19,6 +19,15 @@ type Observer interface {
 	ReplyLost(platform string)
 }
 
+// The results Observer methods are called with, listed so a metrics
+// backend can show every series at zero before it first happens. A result
+// the engine starts reporting belongs here too.
+var (
+	MessageResults    = []string{"turn", "command", "duplicate", "denied", "busy", "draining"}
+	TurnResults       = []string{"ok", "error", "timeout", "stopped", "start_failed"}
+	PermissionResults = []string{"allowed", "denied", "timeout", "turn_ended", "auto_allowed"}
+)
+
 // nopObserver is the Observer used when none is given.
 type nopObserver struct{}
 

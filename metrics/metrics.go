@@ -1,4 +1,6 @@
-package main
+// Package metrics is the bridge's Prometheus observer: it counts what the
+// engine reports and serves /metrics and /healthz.
+package metrics
 
 import (
 	"errors"
@@ -15,9 +17,9 @@ import (
 	"github.com/agentbridge/agentbridge/core/engine"
 )
 
-// metrics implements engine.Observer with Prometheus collectors on their
+// Metrics implements engine.Observer with Prometheus collectors on their
 // own registry (no global state).
-type metrics struct {
+type Metrics struct {
 	reg        *prometheus.Registry
 	messages   *prometheus.CounterVec
 	turns      *prometheus.CounterVec
@@ -27,10 +29,11 @@ type metrics struct {
 	lost       *prometheus.CounterVec
 }
 
-var _ engine.Observer = (*metrics)(nil)
+var _ engine.Observer = (*Metrics)(nil)
 
-func newMetrics() *metrics {
-	m := &metrics{
+// New returns metrics with no series yet; Known adds them at zero.
+func New() *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentbridge_messages_total",
@@ -63,28 +66,56 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) Message(platform, result string) {
+// Known creates the series of these platforms and profiles at zero, every
+// result included, so a scrape before any traffic shows them and
+// dashboards and alerts work from the start. Serve calls it at start and
+// after a reload; series already there keep their values.
+func (m *Metrics) Known(platforms, profiles []string) {
+	for _, p := range platforms {
+		for _, r := range engine.MessageResults {
+			m.messages.WithLabelValues(p, r)
+		}
+		for _, r := range engine.PermissionResults {
+			m.permission.WithLabelValues(p, r)
+		}
+		m.lost.WithLabelValues(p)
+		for _, prof := range profiles {
+			m.active.WithLabelValues(p, prof)
+			m.duration.WithLabelValues(p, prof)
+			for _, r := range engine.TurnResults {
+				m.turns.WithLabelValues(p, prof, r)
+			}
+		}
+	}
+}
+
+// Message implements engine.Observer.
+func (m *Metrics) Message(platform, result string) {
 	m.messages.WithLabelValues(platform, result).Inc()
 }
 
-func (m *metrics) TurnStarted(platform, profile string) {
+// TurnStarted implements engine.Observer.
+func (m *Metrics) TurnStarted(platform, profile string) {
 	m.active.WithLabelValues(platform, profile).Inc()
 }
 
-func (m *metrics) TurnFinished(platform, profile, result string, d time.Duration) {
+// TurnFinished implements engine.Observer.
+func (m *Metrics) TurnFinished(platform, profile, result string, d time.Duration) {
 	m.active.WithLabelValues(platform, profile).Dec()
 	m.turns.WithLabelValues(platform, profile, result).Inc()
 	m.duration.WithLabelValues(platform, profile).Observe(d.Seconds())
 }
 
-func (m *metrics) Permission(platform, result string) {
+// Permission implements engine.Observer.
+func (m *Metrics) Permission(platform, result string) {
 	m.permission.WithLabelValues(platform, result).Inc()
 }
 
-func (m *metrics) ReplyLost(platform string) { m.lost.WithLabelValues(platform).Inc() }
+// ReplyLost implements engine.Observer.
+func (m *Metrics) ReplyLost(platform string) { m.lost.WithLabelValues(platform).Inc() }
 
-// handler serves /metrics and /healthz.
-func (m *metrics) handler() http.Handler {
+// Handler serves /metrics and /healthz.
+func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -93,14 +124,15 @@ func (m *metrics) handler() http.Handler {
 	return mux
 }
 
-// serveMetrics listens on addr and serves m until the returned server is
-// closed.
-func serveMetrics(addr string, m *metrics, log *slog.Logger) (*http.Server, error) {
+// Serve listens on addr and serves m until the returned server is closed.
+// It logs the address it bound, which differs from addr for port 0.
+func Serve(addr string, m *Metrics, log *slog.Logger) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listener: %w", err)
 	}
-	srv := &http.Server{Handler: m.handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	log.Info("metrics listening", "addr", ln.Addr().String())
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics listener stopped", "err", err)

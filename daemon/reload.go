@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/metrics"
+	"github.com/agentbridge/agentbridge/profiles"
+)
+
+// reloader re-reads the config on each hangup and applies what can change
+// live (access lists, routes, profiles, presenter and queue settings). An
+// invalid file keeps the old config.
+type reloader struct {
+	path      string
+	kinds     []config.Kind
+	eng       *engine.Engine
+	metrics   *metrics.Metrics // nil in tests
+	platforms []string         // the accounts being served
+	log       *slog.Logger
+}
+
+// run reloads on every signal from hup until ctx is done.
+func (r reloader) run(ctx context.Context, hup <-chan os.Signal) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		warnings, err := r.reload()
+		if err != nil {
+			r.log.Error("config reload failed; keeping the old config", "err", err)
+			continue
+		}
+		for _, w := range warnings {
+			r.log.Warn("agent cannot start", "problem", w)
+		}
+		r.log.Info("config reloaded (platform credentials and listeners apply after a restart)")
+	}
+}
+
+// reload re-reads the config and applies it to the engine, returning
+// profiles.Warnings for the new profiles. On any error the engine keeps
+// its current settings.
+func (r reloader) reload() ([]string, error) {
+	cfg, err := config.Load(r.path, config.Options{Platforms: r.kinds})
+	if err != nil {
+		return nil, err
+	}
+	profs, err := profiles.Load(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.eng.Reload(settings(cfg, profs))
+	if r.metrics != nil {
+		r.metrics.Known(r.platforms, profileNames(cfg))
+	}
+	return profiles.Warnings(profs), nil
+}
+
+func profileNames(cfg *config.Config) []string {
+	return slices.Sorted(maps.Keys(cfg.Profiles))
+}
+
+// settings turns a validated config and its loaded profiles into the
+// engine's settings.
+func settings(cfg *config.Config, profs map[string]*agentproc.Profile) *engine.Settings {
+	platforms := map[string]engine.PlatformSettings{}
+	for _, a := range cfg.Accounts {
+		p := a.Section.Shared()
+		platforms[a.Name] = engine.PlatformSettings{
+			Scope:        p.SessionScope,
+			Prefix:       p.CommandPrefix,
+			AllowUsers:   p.AllowUsers,
+			AllowChats:   p.AllowChats,
+			Approvers:    p.Approvers,
+			MaxFileBytes: p.MaxFileBytes,
+		}
+	}
+	return &engine.Settings{
+		Platforms:      platforms,
+		Profiles:       profs,
+		DefaultProfile: cfg.DefaultProfile,
+		Route:          func(conv core.ConversationKey) string { return cfg.ProfileFor(conv) },
+		QueueDepth:     cfg.QueueDepth,
+		DedupTTL:       cfg.DedupTTL,
+		IdleTimeout:    cfg.IdleTimeout,
+		Presenter: engine.PresenterSettings{
+			PlaceholderDelay: cfg.Presenter.PlaceholderDelay,
+			ShowThinking:     cfg.Presenter.Thinking != config.ThinkingHide,
+			UsageFooter:      cfg.Presenter.UsageFooter,
+			MinEditInterval:  cfg.Presenter.MinEditInterval,
+		},
+	}
+}

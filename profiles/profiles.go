@@ -1,0 +1,115 @@
+// Package profiles loads the agent profiles a bridge configuration names:
+// profile files, and the profiles compiled into the bridge ("builtin:demo").
+package profiles
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/profiles/demo"
+)
+
+// DemoCommand is the hidden agentbridge subcommand that runs the built-in
+// demo agent; the demo profile runs this very binary with it.
+const DemoCommand = "demo-agent"
+
+// StateDir is where the terminal chat keeps its store and the demo agent's
+// memory: $XDG_STATE_HOME/agentbridge, or ~/.local/state/agentbridge.
+func StateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "agentbridge"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find a state directory: %w (set XDG_STATE_HOME or pass --store)", err)
+	}
+	return filepath.Join(home, ".local", "state", "agentbridge"), nil
+}
+
+// Demo runs this very binary as the built-in demo agent, so the demo needs
+// nothing installed. The agent keeps its memory under state.
+func Demo(state string) (*agentproc.Profile, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("locate the agentbridge binary for the demo agent: %w", err)
+	}
+	env := map[string]string{demo.StateDirEnv: filepath.Join(state, "demo")}
+	if d := os.Getenv(demo.DelayEnv); d != "" {
+		env[demo.DelayEnv] = d
+	}
+	return &agentproc.Profile{
+		Name:              "demo",
+		Command:           exe,
+		Args:              []string{DemoCommand},
+		Env:               env,
+		Timeout:           10 * time.Minute,
+		KillGrace:         2 * time.Second,
+		Streaming:         true,
+		Permission:        true,
+		PermissionTimeout: 5 * time.Minute,
+	}, nil
+}
+
+// Load loads every profile cfg names. It loads all it can and reports each
+// one it cannot, as a *config.FieldError at the line of the config that
+// names it, joined with errors.Join.
+func Load(cfg *config.Config) (map[string]*agentproc.Profile, error) {
+	profiles := map[string]*agentproc.Profile{}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(cfg.Profiles)) {
+		ref := cfg.Profiles[name]
+		var p *agentproc.Profile
+		var err error
+		switch {
+		case ref == "":
+			continue // the config reports it
+		case ref == config.BuiltinPrefix+"demo":
+			p, err = Demo(filepath.Join(filepath.Dir(cfg.Store), "demo-state"))
+		case strings.HasPrefix(ref, config.BuiltinPrefix):
+			err = fmt.Errorf("unknown built-in profile %q (known: builtin:demo)", ref)
+		default:
+			p, err = agentproc.LoadProfile(ref)
+		}
+		if err != nil {
+			errs = append(errs, cfg.Problem("profiles."+name, "%v", indent(err)))
+			continue
+		}
+		if p.Name == "" {
+			p.Name = name
+		}
+		profiles[name] = p
+	}
+	return profiles, errors.Join(errs...)
+}
+
+// indent puts each line of a multi-line error on its own indented line
+// under the config line that names the profile.
+func indent(err error) string {
+	msg := err.Error()
+	if !strings.Contains(msg, "\n") {
+		return msg
+	}
+	return "\n    " + strings.ReplaceAll(msg, "\n", "\n    ")
+}
+
+// Warnings checks that each profile's agent could start on this machine
+// (its command found, its working directory there) and describes each one
+// that could not, in name order. A warning, not an error: the config may be
+// checked on another machine than the one that serves it.
+func Warnings(profiles map[string]*agentproc.Profile) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(profiles)) {
+		if err := profiles[name].Check(nil); err != nil {
+			out = append(out, fmt.Sprintf("profile %s: %v; its turns will fail until that is fixed", name, err))
+		}
+	}
+	return out
+}

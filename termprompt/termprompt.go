@@ -1,0 +1,123 @@
+// Package termprompt asks a person at a terminal to allow or deny an
+// agent's permission requests, one at a time (agentbridge run).
+package termprompt
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/agentbridge/agentbridge/core/agentproc"
+)
+
+// Prompter asks on the terminal about each permission request, one at a
+// time. Its goroutine reads answers from stdin; Close stops it.
+type Prompter struct {
+	stderr   io.Writer
+	requests chan *agentproc.PermissionRequest
+	lines    chan string
+	done     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// New returns a prompter reading answers from stdin and asking on stderr.
+func New(stdin io.Reader, stderr io.Writer) *Prompter {
+	p := &Prompter{
+		stderr:   stderr,
+		requests: make(chan *agentproc.PermissionRequest, 16),
+		lines:    make(chan string),
+		done:     make(chan struct{}),
+	}
+	// The line reader may stay blocked on a terminal read after the turn;
+	// it ends with the process (run exits right after). A reader that
+	// reaches EOF ends by itself.
+	go func() {
+		sc := bufio.NewScanner(stdin)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			case <-p.done:
+				return
+			}
+		}
+		close(p.lines)
+	}()
+	p.wg.Go(p.loop)
+	return p
+}
+
+// Ask queues a request; it never blocks the runner's event goroutine.
+func (p *Prompter) Ask(r *agentproc.PermissionRequest) {
+	select {
+	case p.requests <- r:
+	default:
+		_ = r.Respond(agentproc.Decision{Message: "too many permission requests at once"})
+	}
+}
+
+func (p *Prompter) loop() {
+	for {
+		var r *agentproc.PermissionRequest
+		select {
+		case r = <-p.requests:
+		case <-p.done:
+			return
+		}
+		select {
+		case <-r.Done(): // answered meanwhile (timeout, turn end)
+			continue
+		default:
+		}
+		desc := r.Description
+		if desc != "" {
+			desc = " — " + desc
+		}
+		fmt.Fprintf(p.stderr, "\npermission: %s%s\n  input: %s\nallow? [y/N] ", r.Tool, desc, r.Input)
+		select {
+		case line, ok := <-p.lines:
+			d := agentproc.Decision{Message: "denied by the user"}
+			if ok && isYes(line) {
+				d = agentproc.Decision{Allow: true}
+			}
+			if err := r.Respond(d); err != nil {
+				fmt.Fprintln(p.stderr, "(already answered:", describeAnswer(r)+")")
+			}
+		case <-r.Done():
+			fmt.Fprintln(p.stderr, "\n(", describeAnswer(r), ")")
+		case <-p.done:
+			return
+		}
+	}
+}
+
+// Close stops asking; requests not yet answered are left to their timeout
+// or the turn's end.
+func (p *Prompter) Close() {
+	close(p.done)
+	p.wg.Wait()
+}
+
+func isYes(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+func describeAnswer(r *agentproc.PermissionRequest) string {
+	d, src := r.Answer()
+	verdict := "denied"
+	if d.Allow {
+		verdict = "allowed"
+	}
+	switch src {
+	case agentproc.AnsweredByPermissionTimeout:
+		return verdict + ": no answer in time"
+	case agentproc.AnsweredByTurnEnd:
+		return verdict + ": the turn ended"
+	}
+	return verdict
+}
