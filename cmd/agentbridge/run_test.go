@@ -59,6 +59,8 @@ func testAgent(mode string) int {
 			answer = "ERR " + err.Error()
 		}
 		emit(obj{"type": "result", "text": strings.TrimSuffix(answer, "\n")})
+	case "continuity":
+		return continuityAgent(line)
 	case "hang":
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)

@@ -57,12 +57,13 @@ func TestProfileChangeKeepsAnAgentSessionPerProfile(t *testing.T) {
 	}
 
 	h.useProfile("other")
-	h.send(alice, "second")
-	m := h.waitText("second")
-	want := "🔀 Profile changed from test to other: starting a fresh session for other (the test session is kept for when you switch back).\n\nsecond"
-	if !strings.HasPrefix(m.Post.Text, want) {
-		t.Errorf("first reply under the new profile = %q, want it to start %q", m.Post.Text, want)
+	second := h.send(alice, "second")
+	note := h.waitText("Profile changed")
+	want := "🔀 Profile changed from test to other: starting a fresh session for other (the test session is kept for when you switch back)."
+	if note.Post.Text != want || note.Post.ReplyTo != second {
+		t.Errorf("notice = %q answering %q, want %q answering %q", note.Post.Text, note.Post.ReplyTo, want, second)
 	}
+	m := h.waitText("second")
 	if strings.Contains(m.Post.Text, "resumed") {
 		t.Errorf("the other profile's agent was given the test profile's session id: %q", m.Post.Text)
 	}
@@ -82,10 +83,8 @@ func TestProfileChangeKeepsAnAgentSessionPerProfile(t *testing.T) {
 
 	h.useProfile("test")
 	h.send(alice, "fourth")
-	back := h.waitText("fourth")
-	if want := "🔀 Profile changed from other back to test: resuming the earlier test session.\n\n(resumed " + idTest + ") fourth"; !strings.HasPrefix(back.Post.Text, want) {
-		t.Errorf("reply back on test = %q, want it to start %q", back.Post.Text, want)
-	}
+	h.waitText("🔀 Profile changed from other back to test: resuming the earlier test session.")
+	h.waitText("(resumed " + idTest + ") fourth")
 	h.waitTextN("tokens", 4)
 	h.idle()
 	got := h.session()
@@ -96,6 +95,28 @@ func TestProfileChangeKeepsAnAgentSessionPerProfile(t *testing.T) {
 	if st := h.waitText("Profile: test"); !strings.Contains(st.Post.Text, "agent session id "+idTest) {
 		t.Errorf("/status = %q, want the test profile's id", st.Post.Text)
 	}
+}
+
+// TestPlaceholderAfterTheProfileNotice: the profile-change notice is a
+// message of its own, so the reply still gets its placeholder while the
+// new profile's agent is silent.
+func TestPlaceholderAfterTheProfileNotice(t *testing.T) {
+	h := newHarness(t, "", func(s *engine.Settings) {
+		twoProfiles(s)
+		s.Presenter.PlaceholderDelay = 20 * time.Millisecond
+	})
+	h.send(alice, "first")
+	h.waitTextN("tokens", 1)
+	h.idle()
+	s := settings(h.prof)
+	twoProfiles(s)
+	s.Presenter.PlaceholderDelay = 20 * time.Millisecond
+	s.DefaultProfile = "other"
+	h.eng.Reload(s)
+	h.send(alice, "sleep:2000")
+	h.waitText("Profile changed")
+	h.waitText("thinking…")
+	h.waitText("done")
 }
 
 // TestFailedTurnsStoreOnlyResumableIDs: a turn whose agent cannot start

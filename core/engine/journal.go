@@ -62,7 +62,10 @@ func (j *turnJournal) loop(ctx context.Context) {
 		}
 		if err := j.store.JournalPut(ctx, e); err != nil {
 			j.log.WarnContext(ctx, "journal update failed", "err", err)
+			continue
 		}
+		j.log.DebugContext(ctx, "journal updated", "reply", e.Reply.Ref.ID, "placeholder", e.Placeholder,
+			"prompts", len(e.Prompts), "agent_pgid", e.Agent.PID)
 	}
 }
 

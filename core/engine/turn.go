@@ -17,7 +17,6 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/lane"
-	"github.com/agentbridge/agentbridge/core/render"
 	"github.com/agentbridge/agentbridge/core/stream"
 )
 
@@ -136,7 +135,13 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	t.mu.Lock()
 	t.profileName, t.sessionName = profileName, sessName
 	t.mu.Unlock()
-	saver := &sessionSaver{e: e, key: t.key, name: sessName, profile: profileName, known: sess.AgentID(profileName)}
+	saver := &sessionSaver{e: e, log: log, key: t.key, name: sessName, profile: profileName, known: sess.AgentID(profileName)}
+
+	if note := profileNote(sess, profileName); note != "" {
+		// A notice of its own, before the reply, so the reply's placeholder
+		// still shows while the new profile's agent is silent.
+		e.say(ctx, t.plat, m, note)
+	}
 
 	// The entry written at enqueue stands; the journal rewrites it as the
 	// turn goes, from its own goroutine, so no disk sync delays the agent.
@@ -152,9 +157,6 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		OnShow:           t.journal.reply,
 	})
 	t.pres = pres
-	if note := profileNote(sess, profileName); note != "" {
-		pres.Partial(stream.RoleOutput, note+"\n\n")
-	}
 
 	atts, notes, dir := e.download(ctx, t, s.platform(t.plat.Name()).MaxFileBytes)
 	if dir != "" {
@@ -237,15 +239,15 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	}
 }
 
-// profileNote is the line a turn's reply starts with when the conversation
-// moved to another profile since its last turn, "" otherwise. An agent
+// profileNote is the notice a turn starts with when the conversation moved
+// to another profile since its last turn, "" otherwise. An agent
 // session id belongs to the profile whose agent made it, so the new
 // profile starts a fresh session of its own (or resumes the one it had).
 func profileNote(sess core.Session, profile string) string {
 	if sess.Profile == "" || sess.Profile == profile {
 		return ""
 	}
-	from, to := render.EscapeMarkdown(sess.Profile), render.EscapeMarkdown(profile)
+	from, to := sess.Profile, profile
 	if sess.AgentID(profile) != "" {
 		return fmt.Sprintf("🔀 Profile changed from %s back to %s: resuming the earlier %s session.", from, to, to)
 	}
@@ -347,6 +349,7 @@ func (e *Engine) session(ctx context.Context, key core.ConversationKey) (string,
 // and again when the turn ends.
 type sessionSaver struct {
 	e             *Engine
+	log           *slog.Logger
 	key           core.ConversationKey
 	name, profile string
 
@@ -370,11 +373,18 @@ func (s *sessionSaver) save(ctx context.Context, id string, finished bool) error
 		cur.Turns++
 		cur.UpdatedAt = time.Now()
 	}
-	if id != "" && cur.AgentID(s.profile) == s.known {
+	stored := id != "" && id != s.known && cur.AgentID(s.profile) == s.known
+	if stored {
 		cur = cur.WithAgentID(s.profile, id)
 		s.known = id
 	}
-	return s.e.store.PutSession(ctx, s.key, cur)
+	if err := s.e.store.PutSession(ctx, s.key, cur); err != nil {
+		return err
+	}
+	if stored {
+		s.log.DebugContext(ctx, "agent session id saved", "profile", s.profile, "agent_session", id, "turn_finished", finished)
+	}
+	return nil
 }
 
 // typing keeps the platform's typing indicator on until done.
