@@ -279,6 +279,19 @@ func Load(path string, opts Options) (*Config, error) {
 // in error messages and to resolve relative paths. Every problem found is
 // returned at once, joined with errors.Join, each a *FieldError.
 func Parse(data []byte, path string, opts Options) (*Config, error) {
+	c, err := Inspect(data, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Inspect is Parse for checking a file rather than using it: along with
+// the problems it returns the configuration as far as it could be decoded
+// (nil only when the file is not YAML), so that the profiles a broken file
+// names can be checked in the same run. A configuration returned with
+// errors must not be served.
+func Inspect(data []byte, path string, opts Options) (*Config, error) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}

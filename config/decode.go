@@ -41,6 +41,8 @@ type expansion struct {
 	whole bool     // the value was exactly one ${VAR}: unset means "not configured"
 }
 
+// parse decodes and validates data. With errors, the config is returned
+// as far as it was decoded (for Inspect) unless there is no tree at all.
 func parse(data []byte, path string, opts Options) (*Config, error) {
 	root, ferr := parseYAML(data)
 	if ferr != nil {
@@ -69,16 +71,16 @@ func parse(data []byte, path string, opts Options) (*Config, error) {
 	}
 	d.root(root, &c)
 	d.validate(&c, dir)
+	slices.SortStableFunc(d.warns, byLine)
+	c.warnings, c.file, c.lines = d.warns, path, d.lines
 	if len(d.errs) > 0 {
 		slices.SortStableFunc(d.errs, byLine)
 		errs := make([]error, len(d.errs))
 		for i, e := range d.errs {
 			errs[i] = e
 		}
-		return nil, errors.Join(errs...)
+		return &c, errors.Join(errs...)
 	}
-	slices.SortStableFunc(d.warns, byLine)
-	c.warnings, c.file, c.lines = d.warns, path, d.lines
 	return &c, nil
 }
 

@@ -101,15 +101,49 @@ func indent(err error) string {
 }
 
 // Warnings checks that each profile's agent could start on this machine
-// (its command found, its working directory there) and describes each one
-// that could not, in name order. A warning, not an error: the config may be
+// (its command found, its working directory there; for a profile that runs
+// an agentbridge shim, the CLI behind it too) and describes each one that
+// could not, in name order. A warning, not an error: the config may be
 // checked on another machine than the one that serves it.
 func Warnings(profiles map[string]*agentproc.Profile) []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(profiles)) {
-		if err := profiles[name].Check(nil); err != nil {
+		p := profiles[name]
+		err := p.Check(nil)
+		if cli := shimCLI(p); err == nil && cli != "" {
+			q := *p
+			q.Command, q.Args = cli, nil
+			if err = q.Check(nil); err != nil {
+				err = fmt.Errorf("its shim runs %s: %w", cli, err)
+			}
+		}
+		if err != nil {
 			out = append(out, fmt.Sprintf("profile %s: %v; its turns will fail until that is fixed", name, err))
 		}
 	}
 	return out
+}
+
+// shimCLI returns the command the shim of a profile such as
+// `command: agentbridge` / `args: [shim, claude]` runs: the shim's name,
+// which is its CLI's (claude, codex, gemini, qwen), unless --bin names
+// another. It returns "" for a profile that runs no shim.
+func shimCLI(p *agentproc.Profile) string {
+	if filepath.Base(p.Command) != "agentbridge" || len(p.Args) < 2 || p.Args[0] != "shim" {
+		return ""
+	}
+	bin := p.Args[1]
+	for i := 2; i < len(p.Args); i++ {
+		a := p.Args[i]
+		switch {
+		case a == "--":
+			return bin // what follows is the CLI's own arguments
+		case (a == "--bin" || a == "-bin") && i+1 < len(p.Args):
+			i++
+			bin = p.Args[i]
+		case strings.HasPrefix(a, "--bin="), strings.HasPrefix(a, "-bin="):
+			_, bin, _ = strings.Cut(a, "=")
+		}
+	}
+	return bin
 }

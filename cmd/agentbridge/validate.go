@@ -2,41 +2,70 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/platforms"
-	"github.com/agentbridge/agentbridge/profiles"
+	"github.com/agentbridge/agentbridge/preflight"
 )
+
+const validateUsage = `usage: agentbridge validate [--json] CONFIG
+
+Checks a config file and every profile it names without starting anything,
+reporting every problem at once. Exit status: 0 when serve would start
+(warnings allowed), 1 when the config or a profile has errors (or the file
+cannot be read), 2 for a usage mistake.
+
+flags:
+`
 
 // cmdValidate checks a config file and every profile it names, reporting
 // every problem at once, like nginx -t.
 func cmdValidate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
-		return usageErrorf("usage: agentbridge validate CONFIG")
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, validateUsage)
+		fs.PrintDefaults()
 	}
-	cfg, err := config.Load(args[0], config.Options{Platforms: platforms.All()})
-	if err != nil {
-		fmt.Fprintf(stderr, "%s is invalid:\n%v\n", args[0], err)
+	asJSON := fs.Bool("json", false, "print the report as one JSON object on stdout")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitCode(2)
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("usage: agentbridge validate [--json] CONFIG")
+	}
+	path := fs.Arg(0)
+	r := preflight.Check(path, platforms.All())
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("validate: write json: %w", err)
+		}
+	} else {
+		if !r.Valid {
+			fmt.Fprintf(stderr, "%s is invalid:\n", path)
+			for _, p := range r.Errors {
+				fmt.Fprintln(stderr, p.Message)
+			}
+		}
+		for _, w := range r.Warnings {
+			fmt.Fprintln(stderr, "warning:", w.Message)
+		}
+		if r.Valid {
+			fmt.Fprintf(stdout, "%s is valid: %d profile(s), platforms enabled: [%s]\n", path, len(r.Profiles), strings.Join(r.Platforms, " "))
+		}
+	}
+	if !r.Valid {
 		return exitCode(1)
 	}
-	profs, err := profiles.Load(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: a profile is invalid:\n%v\n", args[0], err)
-		return exitCode(1)
-	}
-	for _, w := range cfg.Warnings() {
-		fmt.Fprintln(stderr, "warning:", w)
-	}
-	for _, w := range profiles.Warnings(profs) {
-		fmt.Fprintln(stderr, "warning:", w)
-	}
-	var enabled []string
-	for _, a := range cfg.Enabled() {
-		enabled = append(enabled, a.Name)
-	}
-	fmt.Fprintf(stdout, "%s is valid: %d profile(s), platforms enabled: [%s]\n", args[0], len(cfg.Profiles), strings.Join(enabled, " "))
 	return nil
 }
