@@ -27,14 +27,30 @@ var ErrTurnFailed = shimio.ErrTurnFailed
 type flavor struct {
 	name    string // shim name, for messages
 	cli     shimio.CLI
-	argv    func(t shimio.Turn) []string // the CLI's own flags for this turn
-	initReq bool                         // send an initialize control request first
+	argv    func(resume string, t shimio.Turn) []string // the CLI's own flags for this turn
+	initReq bool                                        // send an initialize control request first
+	// apiError starts the text of a reply that is the CLI's report of a
+	// failed API call (qwen answers "[API Error: Connection error. …]" as
+	// a successful result): such a reply is the turn's error instead.
+	apiError string
 }
 
 var claudeFlavor = flavor{
 	name: "claude",
-	cli:  shimio.CLI{Bin: "claude", Install: "npm i -g @anthropic-ai/claude-code"},
-	argv: func(t shimio.Turn) []string {
+	cli: shimio.CLI{Bin: "claude", Install: "npm i -g @anthropic-ai/claude-code",
+		// claude 2.1.197: a UUID it has no transcript of, and anything
+		// else (it would look that up as a session title).
+		LostSession: []string{"No conversation found with session ID", "--resume requires a valid session ID"},
+		NoLogin:     []string{"Not logged in", "Invalid API key", "OAuth token has expired", "Invalid bearer token"},
+		// claude's own defaults (10 retries with backoff up to 32 s, a
+		// 10 minute request timeout) keep an unreachable API silent for
+		// about three minutes; with these a refused connection fails in
+		// about 3 s and one that never answers in about 50 s. A streamed
+		// reply is not cut by API_TIMEOUT_MS: it bounds the wait for the
+		// response to begin.
+		Defaults: []string{"CLAUDE_CODE_MAX_RETRIES=2", "API_TIMEOUT_MS=15000"},
+		Login:    "on the bridge's host run `claude` once and log in (`/login`), or set ANTHROPIC_API_KEY (or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`) in the bridge's environment"},
+	argv: func(resume string, t shimio.Turn) []string {
 		a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
 			"--verbose", "--include-partial-messages",
 			// The bridge has no way to ask the user free-form questions
@@ -43,10 +59,10 @@ var claudeFlavor = flavor{
 		if t.Permission {
 			a = append(a, "--permission-prompt-tool", "stdio")
 		}
-		if t.SessionID != "" {
+		if resume != "" {
 			// The equals form, as the Agent SDK uses, so an id can never
 			// read as a flag.
-			a = append(a, "--resume="+t.SessionID)
+			a = append(a, "--resume="+resume)
 		}
 		return a
 	},
@@ -54,16 +70,22 @@ var claudeFlavor = flavor{
 
 var qwenFlavor = flavor{
 	name: "qwen",
-	cli:  shimio.CLI{Bin: "qwen", Install: "npm i -g @qwen-code/qwen-code"},
-	argv: func(t shimio.Turn) []string {
+	cli: shimio.CLI{Bin: "qwen", Install: "npm i -g @qwen-code/qwen-code",
+		// qwen 0.15.10, on stderr: "No saved session found with ID …" (or
+		// "with title …").
+		LostSession: []string{"No saved session found with"},
+		NoLogin:     []string{"Missing API key", "401"},
+		Login:       "set OPENAI_API_KEY (and OPENAI_BASE_URL, OPENAI_MODEL) or DASHSCOPE_API_KEY in the bridge's environment, or on the bridge's host run `qwen` once and log in"},
+	argv: func(resume string, _ shimio.Turn) []string {
 		// Stream-json input turns on the control protocol by itself.
 		a := []string{"--input-format", "stream-json", "--output-format", "stream-json", "--include-partial-messages"}
-		if t.SessionID != "" {
-			a = append(a, "--resume="+t.SessionID)
+		if resume != "" {
+			a = append(a, "--resume="+resume)
 		}
 		return a
 	},
-	initReq: true,
+	initReq:  true,
+	apiError: "[API Error:",
 }
 
 // Run runs one AgentProc turn through Claude Code. stdin carries the turn
@@ -92,29 +114,81 @@ func run(ctx context.Context, fl flavor, stdin io.Reader, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	cli, turn, in := st.CLI, st.Turn, st.In
-	argv := append(fl.argv(turn), st.Args...)
+	b := &bridge{}
+	if st.Turn.Permission {
+		// Owned by the bridge's stdin: it ends when the bridge closes it.
+		// One reader for the whole turn, whichever attempt is running.
+		go func() {
+			shimio.ReadResponses(st.In, b.answer)
+			b.close()
+		}()
+	}
+	return shimio.Attempts(em, stderr, fl.name, st.Resume, func(resume string) error {
+		return attempt(ctx, fl, st, resume, em, b, stderr, environ)
+	})
+}
+
+// attempt runs the CLI once: resuming resume, or a new session for "".
+func attempt(ctx context.Context, fl flavor, st shimio.Setup, resume string, em *shimio.Emitter, b *bridge, stderr io.Writer, environ []string) error {
+	cli, turn := st.CLI, st.Turn
+	argv := append(fl.argv(resume, turn), st.Args...)
 	p, err := shimio.Launch(ctx, em, cli, argv, environ, stderr)
 	if err != nil {
 		return err
 	}
-	s := &session{fl: fl, turn: turn, em: em, ctl: &ctlWriter{w: p.Stdin}, pending: map[string]json.RawMessage{}, asked: map[string]bool{}, streamed: map[string]bool{}, stderr: stderr}
+	p.Resuming = resume != ""
+	s := newSession(fl, cli, turn, resume != "", em, &ctlWriter{w: p.Stdin}, stderr)
+	b.attach(s)
 	if fl.initReq {
 		s.ctl.send(map[string]any{"type": "control_request", "request_id": "agentbridge_init",
 			"request": map[string]any{"subtype": "initialize", "hooks": nil}})
 	}
 	s.ctl.send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": turn.Prompt()},
 		"parent_tool_use_id": nil, "session_id": ""})
-	if turn.Permission {
-		// Owned by the bridge's stdin: it ends when the bridge closes it.
-		go func() {
-			shimio.ReadResponses(in, s.answer)
-			s.bridgeClosed()
-		}()
-	}
 	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, s.handle)
 	s.ctl.close()
+	if s.lost && readErr == nil {
+		_, _ = p.Wait()
+		return shimio.ErrSessionLost
+	}
 	return p.Finish(ctx, em, cli, readErr, nil)
+}
+
+// bridge hands the bridge's permission responses to the running attempt's
+// session.
+type bridge struct {
+	mu     sync.Mutex
+	cur    *session
+	closed bool
+}
+
+func (b *bridge) attach(s *session) {
+	b.mu.Lock()
+	b.cur = s
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		s.bridgeClosed()
+	}
+}
+
+func (b *bridge) answer(pr shimio.PermissionResponse) {
+	b.mu.Lock()
+	s := b.cur
+	b.mu.Unlock()
+	if s != nil {
+		s.answer(pr)
+	}
+}
+
+func (b *bridge) close() {
+	b.mu.Lock()
+	s := b.cur
+	b.closed = true
+	b.mu.Unlock()
+	if s != nil {
+		s.bridgeClosed()
+	}
 }
 
 // ctlWriter writes JSON lines to the CLI's stdin from both the stdout
@@ -150,19 +224,29 @@ func (c *ctlWriter) close() {
 
 // session is one turn's translation state.
 type session struct {
-	fl     flavor
-	turn   shimio.Turn
-	em     *shimio.Emitter
-	ctl    *ctlWriter
-	stderr io.Writer
+	fl       flavor
+	cli      shimio.CLI
+	turn     shimio.Turn
+	resuming bool // the CLI was asked to resume a session
+	em       *shimio.Emitter
+	ctl      *ctlWriter
+	stderr   io.Writer
+	lost     bool // the CLI could not resume it (shimio.ErrSessionLost)
+	started  bool // system/init was seen: the CLI saves this session
 
 	mu      sync.Mutex
 	pending map[string]json.RawMessage // can_use_tool requests sent to the bridge, unanswered: their input
 	asked   map[string]bool            // every request id sent to the bridge this turn
 
 	streamed   map[string]bool // assistant message ids whose text came as deltas
+	tools      map[string]bool // tool_use ids already shown
 	anyOutput  bool            // an output partial was written
 	sepPending bool            // the next output text starts a new block
+}
+
+func newSession(fl flavor, cli shimio.CLI, turn shimio.Turn, resuming bool, em *shimio.Emitter, ctl *ctlWriter, stderr io.Writer) *session {
+	return &session{fl: fl, cli: cli, turn: turn, resuming: resuming, em: em, ctl: ctl, stderr: stderr,
+		pending: map[string]json.RawMessage{}, asked: map[string]bool{}, streamed: map[string]bool{}, tools: map[string]bool{}}
 }
 
 // line is the union of the CLI's stdout events the shim reads.
@@ -176,6 +260,7 @@ type line struct {
 	IsError         bool            `json:"is_error"`
 	Result          *string         `json:"result"`
 	Errors          []any           `json:"errors"`
+	Error           json.RawMessage `json:"error"` // qwen's error_during_execution: {"message": …}
 	Usage           map[string]any  `json:"usage"`
 	TotalCostUSD    float64         `json:"total_cost_usd"`
 	DurationMS      float64         `json:"duration_ms"`
@@ -208,9 +293,12 @@ type apiMessage struct {
 	ID      string `json:"id"`
 	Model   string `json:"model"`
 	Content []struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking string          `json:"thinking"`
+		ID       string          `json:"id"`    // tool_use
+		Name     string          `json:"name"`  // tool_use
+		Input    json.RawMessage `json:"input"` // tool_use
 	} `json:"content"`
 }
 
@@ -220,7 +308,23 @@ func (s *session) handle(raw []byte) error {
 		fmt.Fprintf(s.stderr, "shim %s: ignored a line that is not JSON: %.200s\n", s.fl.name, raw)
 		return nil
 	}
-	s.em.SetSession(l.SessionID)
+	if l.Type == "result" && l.IsError && s.resuming && !s.em.Wrote() && s.cli.Lost(errorText(&l)) {
+		// The CLI does not have the session (its id on this line is the
+		// one asked for, or a new one it never saved): nothing of it is
+		// reported, and the turn starts a new session.
+		s.lost = true
+		s.ctl.close()
+		return nil
+	}
+	// Only a session that started (system/init) is saved: an error before
+	// it (a bad --resume, qwen's missing key) carries an id nobody can
+	// resume.
+	if l.Type == "system" && l.Subtype == "init" {
+		s.started = true
+	}
+	if s.started {
+		s.em.SetSession(l.SessionID)
+	}
 	sub := l.ParentToolUseID != nil && *l.ParentToolUseID != "" // a sub-agent's event
 	switch l.Type {
 	case "stream_event":
@@ -280,24 +384,40 @@ func (s *session) streamEvent(ev *streamEvent) {
 	}
 }
 
-// assistant shows a complete assistant message whose text did not arrive
-// as deltas (a CLI that does not stream partial messages).
+// assistant shows the tool calls of a complete assistant message (its
+// input is whole only here, not in the deltas), and its text when that did
+// not arrive as deltas (a CLI that does not stream partial messages).
 func (s *session) assistant(raw json.RawMessage) {
 	var m apiMessage
 	// A "<synthetic>" message is the CLI's own error text (an API 401,
 	// say); the error event that follows carries it.
-	if json.Unmarshal(raw, &m) != nil || s.streamed[m.ID] || m.Model == "<synthetic>" {
+	if json.Unmarshal(raw, &m) != nil || m.Model == "<synthetic>" {
 		return
 	}
+	streamed := s.streamed[m.ID]
 	for _, c := range m.Content {
-		switch c.Type {
-		case "text":
+		switch {
+		case c.Type == "tool_use":
+			// Each content block may come in a message of its own, so
+			// a tool is shown once by its id.
+			if c.Name != "" && !s.tools[c.ID] {
+				s.tools[c.ID] = true
+				_ = s.em.Tool(c.Name, shimio.ToolDetail(c.Input))
+			}
+		case streamed, s.apiError(c.Text):
+		case c.Type == "text":
 			s.sepPending = true
 			s.output(c.Text)
-		case "thinking":
+		case c.Type == "thinking":
 			_ = s.em.Partial(c.Thinking, "thinking")
 		}
 	}
+}
+
+// apiError reports whether text is the CLI's report of a failed API call
+// (see flavor.apiError).
+func (s *session) apiError(text string) bool {
+	return s.fl.apiError != "" && strings.HasPrefix(strings.TrimSpace(text), s.fl.apiError)
 }
 
 func (s *session) result(l *line) {
@@ -307,12 +427,29 @@ func (s *session) result(l *line) {
 		if l.Result != nil {
 			text = *l.Result
 		}
+		if s.apiError(text) {
+			_ = s.em.Error(strings.TrimSpace(text), u)
+			return
+		}
 		_ = s.em.Result(text, u)
 		return
 	}
+	msg := errorText(l)
+	if msg == "" {
+		msg = fmt.Sprintf("%s reported an error (%s)", s.fl.name, l.Subtype)
+	}
+	_ = s.em.Error(msg, u)
+}
+
+// errorText is an error result's message: its result text and errors[].
+func errorText(l *line) string {
 	var msgs []string
 	if l.Result != nil && *l.Result != "" {
 		msgs = append(msgs, *l.Result)
+	}
+	var e struct{ Message string }
+	if json.Unmarshal(l.Error, &e) == nil && e.Message != "" {
+		msgs = append(msgs, e.Message)
 	}
 	for _, e := range l.Errors {
 		if str, ok := e.(string); ok && str != "" {
@@ -321,11 +458,7 @@ func (s *session) result(l *line) {
 			msgs = append(msgs, string(b))
 		}
 	}
-	msg := strings.Join(msgs, "; ")
-	if msg == "" {
-		msg = fmt.Sprintf("%s reported an error (%s)", s.fl.name, l.Subtype)
-	}
-	_ = s.em.Error(msg, u)
+	return strings.Join(msgs, "; ")
 }
 
 // usage maps a result's usage to F-USAGE-1 keys.

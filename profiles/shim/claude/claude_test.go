@@ -2,11 +2,13 @@ package claude
 
 import (
 	"errors"
+	"maps"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimtest"
 )
 
@@ -45,6 +47,34 @@ func permRequest() ev {
 		"input": bashInput, "description": "mock touch", "tool_use_id": "toolu_740fafd4b9904bb88b2b", "session_id": psid}
 }
 
+// streamed is what stream.txt plays: thinking, then the answer in deltas.
+func streamed() []ev {
+	return []ev{
+		{"type": "partial", "role": "thinking", "text": "The user greets me.", "session_id": sid},
+		{"type": "partial", "role": "thinking", "text": " Answer briefly.", "session_id": sid},
+		{"type": "partial", "text": "Hello", "session_id": sid},
+		{"type": "partial", "text": " from", "session_id": sid},
+		{"type": "partial", "text": " **Claude**.", "session_id": sid},
+		{"type": "result", "text": "Hello from **Claude**.", "session_id": sid, "usage": ev{"input_tokens": 12.0, "output_tokens": 7.0,
+			"total_tokens": 19.0, "cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.000235}},
+	}
+}
+
+// restarted is events after a session that could not be resumed: the
+// notice first (without a session id: none is known yet), and the result
+// text repeating it for a profile that does not stream.
+func restarted(events ...ev) []ev {
+	out := []ev{{"type": "partial", "text": shimio.ResumeNotice + "\n\n"}}
+	for _, e := range events {
+		if e["type"] == "result" {
+			e = maps.Clone(e)
+			e["text"] = shimio.ResumeNotice + "\n\n" + e["text"].(string)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 func TestReplayClaude(t *testing.T) {
 	usage := ev{"input_tokens": 24.0, "output_tokens": 14.0, "total_tokens": 38.0, "cache_read_input_tokens": 5.0,
 		"cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.00047}
@@ -53,16 +83,8 @@ func TestReplayClaude(t *testing.T) {
 			Name:   "streamed answer with thinking",
 			Script: "stream.txt",
 			Turn:   ev{"message": "say hello"},
-			Want: []ev{
-				{"type": "partial", "role": "thinking", "text": "The user greets me.", "session_id": sid},
-				{"type": "partial", "role": "thinking", "text": " Answer briefly.", "session_id": sid},
-				{"type": "partial", "text": "Hello", "session_id": sid},
-				{"type": "partial", "text": " from", "session_id": sid},
-				{"type": "partial", "text": " **Claude**.", "session_id": sid},
-				{"type": "result", "text": "Hello from **Claude**.", "session_id": sid, "usage": ev{"input_tokens": 12.0, "output_tokens": 7.0,
-					"total_tokens": 19.0, "cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0, "cost_usd": 0.000235}},
-			},
-			Argv: argv(claudeBase),
+			Want:   streamed(),
+			Argv:   argv(claudeBase),
 		},
 		{
 			Name:   "resume keeps the session id, extra args pass through",
@@ -83,6 +105,7 @@ func TestReplayClaude(t *testing.T) {
 			Respond: allow,
 			Want: []ev{
 				{"type": "partial", "text": "I'll create it.", "session_id": psid},
+				{"type": "partial", "role": "thinking", "text": "🔧 Bash: touch mock_touched.txt\n", "session_id": psid},
 				permRequest(),
 				{"type": "partial", "text": "\n\nDone.", "session_id": psid},
 				{"type": "result", "text": "Done.", "session_id": psid, "usage": usage},
@@ -98,6 +121,7 @@ func TestReplayClaude(t *testing.T) {
 			},
 			Want: []ev{
 				{"type": "partial", "text": "I'll create it.", "session_id": psid},
+				{"type": "partial", "role": "thinking", "text": "🔧 Bash: touch mock_touched.txt\n", "session_id": psid},
 				permRequest(),
 				{"type": "partial", "text": "\n\nDone.", "session_id": psid},
 				{"type": "result", "text": "Done.", "session_id": psid, "usage": usage},
@@ -113,6 +137,7 @@ func TestReplayClaude(t *testing.T) {
 			},
 			Want: []ev{
 				{"type": "partial", "text": "I'll create it.", "session_id": psid},
+				{"type": "partial", "role": "thinking", "text": "🔧 Bash: touch mock_touched.txt\n", "session_id": psid},
 				permRequest(),
 				{"type": "partial", "text": "\n\nUnderstood, I did not touch it.", "session_id": psid},
 				{"type": "result", "text": "Understood, I did not touch it.", "session_id": psid, "usage": usage},
@@ -171,20 +196,43 @@ func TestReplayClaude(t *testing.T) {
 			Script: "auth_error.txt",
 			Turn:   ev{"message": "hi"},
 			Want: []ev{
-				{"type": "error", "message": "Invalid API key · Fix external API key", "session_id": "a272f556-1fc3-4a49-b8d0-d4c2284c8e4c",
+				{"type": "error", "message": "Invalid API key · Fix external API key — " + claudeFlavor.cli.Login, "session_id": "a272f556-1fc3-4a49-b8d0-d4c2284c8e4c",
 					"usage": ev{"cache_read_input_tokens": 5.0, "cache_creation_input_tokens": 3.0, "duration_ms": 257.0}},
 			},
 			Argv:   argv(claudeBase),
 			Failed: true,
 		},
 		{
-			Name:   "unknown resume id: errors[] is the message, the id is kept (P-SID-5)",
+			Name:   "a session claude no longer has: a new one in the same turn, one notice, only the new id",
 			Script: "resume_unknown.txt",
-			Turn:   ev{"message": "hi", "session_id": "00000000-0000-0000-0000-000000000000"},
+			Turn:   ev{"message": "say hello", "session_id": "00000000-0000-0000-0000-000000000000"},
+			Want:   restarted(streamed()...),
+			Before: [][]string{argv(claudeBase, "--resume=00000000-0000-0000-0000-000000000000")},
+			Argv:   argv(claudeBase),
+		},
+		{
+			Name:   "an id claude cannot take (another agent's) is never passed to it",
+			Script: "stream.txt",
+			Turn:   ev{"message": "say hello", "session_id": "demo-485bc65220c3"},
+			Want:   restarted(streamed()...),
+			Argv:   argv(claudeBase),
+		},
+		{
+			Name:   "a flag-like session id is never passed to claude",
+			Script: "stream.txt",
+			Turn:   ev{"message": "say hello", "session_id": "--dangerously-skip-permissions"},
+			Want:   restarted(streamed()...),
+			Argv:   argv(claudeBase),
+		},
+		{
+			Name:   "not logged in: the error says what to do on the bridge's host",
+			Script: "not_logged_in.txt",
+			Turn:   ev{"message": "hi"},
 			Want: []ev{
-				{"type": "error", "message": "No conversation found with session ID: 00000000-0000-0000-0000-000000000000", "session_id": "00000000-0000-0000-0000-000000000000"},
+				{"type": "error", "message": "Not logged in · Please run /login — " + claudeFlavor.cli.Login,
+					"session_id": "8f560834-aa40-44ef-92a2-6cdc841e33ca", "usage": ev{"duration_ms": 12.0}},
 			},
-			Argv:   argv(claudeBase, "--resume=00000000-0000-0000-0000-000000000000"),
+			Argv:   argv(claudeBase),
 			Failed: true,
 		},
 		{
@@ -230,8 +278,6 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"flag-like session id", ev{"type": "turn", "message": "hi", "session_id": "--dangerously-skip-permissions"}, nil,
-			`shim claude: session id "--dangerously-skip-permissions" cannot be resumed`},
 		{"not a turn", ev{"type": "permission_response"}, nil, `shim claude: read turn: first line has type "permission_response", want "turn"`},
 		{"unknown shim flag", ev{"type": "turn", "message": "hi"}, []string{"--nope"}, "shim claude: flag provided but not defined: -nope"},
 	} {
@@ -249,7 +295,7 @@ func TestPromptAttachments(t *testing.T) {
 	fake := shimtest.NewFake(t, "claude")
 	// The fake checks the user line it is sent; another prompt would end in a mismatch error.
 	res := shimtest.Drive(t, Run, turn, nil, fake.Environ(t, "testdata/attachments.txt"), nil)
-	want := []ev{{"type": "result", "text": "A cat.", "session_id": "s-att"}}
+	want := []ev{{"type": "result", "text": "A cat.", "session_id": "5e4c1a2b-0d3f-4e6a-9b8c-7d1e2f3a4b5c"}}
 	if diff := cmp.Diff(want, res.Events); diff != "" {
 		t.Errorf("events (-want +got):\n%s\nstderr:\n%s", diff, res.Stderr)
 	}
@@ -281,6 +327,7 @@ func TestReplayQwen(t *testing.T) {
 			Turn:    ev{"message": "please USE_TOOL now", "permission": true},
 			Respond: allow,
 			Want: []ev{
+				{"type": "partial", "role": "thinking", "text": "🔧 run_shell_command: touch chat_touched.txt\n", "session_id": qpsid},
 				{"type": "permission_request", "request_id": "938fb6d3-43d7-4c83-a3f3-2b5e1a446231", "tool_name": "run_shell_command",
 					"input": ev{"command": "touch chat_touched.txt", "description": "mock touch"}, "tool_use_id": "call_2141dcc2", "session_id": qpsid},
 				{"type": "partial", "text": "Mock done after tool.", "session_id": qpsid},
@@ -290,5 +337,36 @@ func TestReplayQwen(t *testing.T) {
 			Argv: argv(base),
 		},
 	}
+	tests = append(tests, shimtest.Replay{
+		Name:   "a session qwen no longer has: a new one in the same turn",
+		Script: "qwen_resume_unknown.txt",
+		Turn:   ev{"message": "say hi", "session_id": "11111111-2222-4333-8444-555555555555"},
+		Want: restarted(
+			ev{"type": "partial", "text": "Hello", "session_id": qsid},
+			ev{"type": "partial", "text": " from", "session_id": qsid},
+			ev{"type": "partial", "text": " the", "session_id": qsid},
+			ev{"type": "partial", "text": " chat", "session_id": qsid},
+			ev{"type": "partial", "text": " mock.", "session_id": qsid},
+			ev{"type": "result", "text": "Hello from the chat mock.", "session_id": qsid,
+				"usage": ev{"input_tokens": 42.0, "output_tokens": 18.0, "total_tokens": 60.0, "duration_ms": 302.0}}),
+		Before: [][]string{argv(base, "--resume=11111111-2222-4333-8444-555555555555")},
+		Argv:   argv(base),
+	}, shimtest.Replay{
+		Name:   "no key: qwen's error.message with the bridge-side hint, no unsaved session id",
+		Script: "qwen_no_key.txt",
+		Turn:   ev{"message": "hi"},
+		Want:   []ev{{"type": "error", "message": "Missing API key for OpenAI-compatible auth. Set settings.security.auth.apiKey, or set the 'OPENAI_API_KEY' environment variable. — " + qwenFlavor.cli.Login}},
+		Argv:   argv(base),
+		Failed: true,
+	})
+	tests = append(tests, shimtest.Replay{
+		Name:   "an API error qwen reports as a successful reply is the turn's error",
+		Script: "qwen_api_error.txt",
+		Turn:   ev{"message": "hi"},
+		Want: []ev{{"type": "error", "message": "[API Error: Connection error. (cause: fetch failed)]", "session_id": "c0df77a7-de27-4d5b-9e3a-eecc99ae85b0",
+			"usage": ev{"duration_ms": 3142.0}}},
+		Argv:   argv(base),
+		Failed: true,
+	})
 	shimtest.RunReplays(t, "qwen", RunQwen, ev{"type": "turn", "session_id": "", "protocol_version": "0.4"}, tests)
 }

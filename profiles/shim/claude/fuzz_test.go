@@ -38,9 +38,8 @@ func FuzzClaudeTranslate(f *testing.F) {
 		for _, perm := range []bool{true, false} {
 			var out bytes.Buffer
 			toClaude := &bufCloser{}
-			s := &session{fl: claudeFlavor, turn: shimio.Turn{Type: "turn", Message: "hi", Permission: perm},
-				em: shimio.NewEmitter(&out), ctl: &ctlWriter{w: toClaude},
-				pending: map[string]json.RawMessage{}, asked: map[string]bool{}, streamed: map[string]bool{}, stderr: io.Discard}
+			s := newSession(claudeFlavor, claudeFlavor.cli, shimio.Turn{Type: "turn", Message: "hi", Permission: perm}, perm,
+				shimio.NewEmitter(&out), &ctlWriter{w: toClaude}, io.Discard)
 			read, asked := 0, 0
 			_ = shimio.ReadLines(strings.NewReader(data), 1<<16, func(line []byte) error {
 				_ = s.handle(line)

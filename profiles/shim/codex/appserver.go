@@ -24,22 +24,24 @@ const (
 // (JSON-RPC over stdio, one JSON object a line, no "jsonrpc" field):
 // initialize, thread/start or thread/resume, turn/start, then it answers
 // the server's approval requests with the bridge's permission responses.
-func runAppServer(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn shimio.Turn, in *bufio.Reader, stderr io.Writer, policy string, extra, environ []string) error {
+//
+// A thread codex cannot resume is not a dead end: the shim says so once
+// and starts a new thread on the same connection.
+func runAppServer(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn shimio.Turn, resume string, in *bufio.Reader, stderr io.Writer, policy string, extra, environ []string) error {
 	argv := append([]string{"app-server"}, extra...)
 	p, err := shimio.Launch(ctx, em, c, argv, environ, stderr)
 	if err != nil {
 		return err
 	}
-	s := newServerSession(em, &rpcWriter{w: p.Stdin}, turn, stderr)
+	s := newServerSession(em, p, c, &rpcWriter{w: p.Stdin}, turn, resume, policy, stderr)
 	s.rpc.send(map[string]any{"method": "initialize", "id": idInitialize, "params": map[string]any{
 		"clientInfo": map[string]any{"name": "agentbridge", "title": "agentbridge", "version": turn.ProtocolVersion}}})
 	s.rpc.send(map[string]any{"method": "initialized"})
-	if turn.SessionID != "" {
+	if resume != "" {
 		s.rpc.send(map[string]any{"method": "thread/resume", "id": idThread, "params": map[string]any{
-			"threadId": turn.SessionID, "approvalPolicy": policy}})
+			"threadId": resume, "approvalPolicy": policy}})
 	} else {
-		s.rpc.send(map[string]any{"method": "thread/start", "id": idThread, "params": map[string]any{
-			"approvalPolicy": policy}})
+		s.startThread()
 	}
 	// Owned by the bridge's stdin: it ends when the bridge closes it.
 	go func() {
@@ -86,13 +88,18 @@ func (r *rpcWriter) close() {
 // serverSession is one app-server turn's translation state.
 type serverSession struct {
 	em     *shimio.Emitter
+	p      *shimio.Proc // told about retries and progress (nil in fuzz tests)
+	cli    shimio.CLI
 	rpc    *rpcWriter
 	turn   shimio.Turn
+	resume string // the thread being resumed; "" once a new one starts
+	policy string
 	stderr io.Writer
 
 	// Read and written only by the stdout handler.
 	thread    string                     // our thread id; other threads' events are a sub-agent's
 	fileItems map[string]json.RawMessage // fileChange item id → its changes
+	tools     map[string]bool            // item ids whose tool call was shown
 	deltaSeen map[string]bool            // item ids whose text came as deltas
 	lastItem  string                     // the agent message item output last came from
 	anyOutput bool
@@ -105,9 +112,15 @@ type serverSession struct {
 	pending map[string]json.RawMessage // bridge request_id → codex's JSON-RPC id, unanswered
 }
 
-func newServerSession(em *shimio.Emitter, rpc *rpcWriter, turn shimio.Turn, stderr io.Writer) *serverSession {
-	return &serverSession{em: em, rpc: rpc, turn: turn, stderr: stderr,
-		fileItems: map[string]json.RawMessage{}, deltaSeen: map[string]bool{}, pending: map[string]json.RawMessage{}}
+func newServerSession(em *shimio.Emitter, p *shimio.Proc, c shimio.CLI, rpc *rpcWriter, turn shimio.Turn, resume, policy string, stderr io.Writer) *serverSession {
+	return &serverSession{em: em, p: p, cli: c, rpc: rpc, turn: turn, resume: resume, policy: policy, stderr: stderr,
+		fileItems: map[string]json.RawMessage{}, tools: map[string]bool{}, deltaSeen: map[string]bool{}, pending: map[string]json.RawMessage{}}
+}
+
+// startThread asks for a new thread.
+func (s *serverSession) startThread() {
+	s.rpc.send(map[string]any{"method": "thread/start", "id": idThread, "params": map[string]any{
+		"approvalPolicy": s.policy}})
 }
 
 // rpcMessage is the union of what app-server writes: a response (id and
@@ -124,11 +137,11 @@ type rpcMessage struct {
 
 // item is the part of a ThreadItem the shim reads.
 type item struct {
-	Type    string          `json:"type"`
-	ID      string          `json:"id"`
-	Text    string          `json:"text"`
-	Summary []string        `json:"summary"`
-	Changes json.RawMessage `json:"changes"`
+	Type    string   `json:"type"`
+	ID      string   `json:"id"`
+	Text    string   `json:"text"`
+	Summary []string `json:"summary"`
+	toolItem
 }
 
 type params struct {
@@ -191,7 +204,14 @@ func (s *serverSession) response(m rpcMessage) {
 	}
 	if m.Error != nil {
 		what := map[int]string{idInitialize: "initialize", idThread: "thread/start", idTurn: "turn/start"}[id]
-		if id == idThread && s.turn.SessionID != "" {
+		if id == idThread && s.resume != "" {
+			if s.cli.Lost(m.Error.Message) && !s.em.Wrote() {
+				fmt.Fprintf(s.stderr, "shim codex: thread/resume %s: %s; starting a new thread\n", s.resume, m.Error.Message)
+				s.resume = ""
+				_ = s.em.Restarted()
+				s.startThread()
+				return
+			}
 			what = "thread/resume"
 		}
 		if what == "" {
@@ -246,6 +266,11 @@ func (s *serverSession) notification(m rpcMessage) {
 		return
 	}
 	switch m.Method {
+	case "item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/textDelta",
+		"item/started", "item/completed", "thread/tokenUsage/updated", "turn/completed":
+		s.p.Progress() // codex heard from its model API
+	}
+	switch m.Method {
 	case "item/agentMessage/delta":
 		s.deltaSeen[p.ItemID] = true
 		s.output(p.ItemID, p.Delta)
@@ -256,6 +281,7 @@ func (s *serverSession) notification(m rpcMessage) {
 		if p.Item != nil && p.Item.Type == "fileChange" {
 			s.fileItems[p.Item.ID] = p.Item.Changes
 		}
+		s.tool(p.Item)
 	case "item/completed":
 		s.itemCompleted(p.Item)
 	case "thread/tokenUsage/updated":
@@ -276,6 +302,7 @@ func (s *serverSession) notification(m rpcMessage) {
 		}
 		if p.Retry {
 			fmt.Fprintf(s.stderr, "shim codex: retrying: %s\n", msg)
+			s.p.Retrying(msg)
 			return
 		}
 		s.lastError = msg
@@ -284,10 +311,24 @@ func (s *serverSession) notification(m rpcMessage) {
 	}
 }
 
+// tool shows a tool call item once, when it starts (or completes).
+func (s *serverSession) tool(it *item) {
+	if it == nil || s.tools[it.ID] {
+		return
+	}
+	name, detail := it.describe(it.Type)
+	if name == "" {
+		return
+	}
+	s.tools[it.ID] = true
+	_ = s.em.Tool(name, detail)
+}
+
 func (s *serverSession) itemCompleted(it *item) {
 	if it == nil {
 		return
 	}
+	s.tool(it)
 	switch it.Type {
 	case "agentMessage":
 		s.lastText = it.Text

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimtest"
 )
 
@@ -31,12 +33,20 @@ var touchRequest = ev{"type": "permission_request", "request_id": "1", "tool_nam
 	"input":       ev{"command": "/bin/bash -lc 'touch codex_touched.txt'", "cwd": "/work/w2"},
 	"description": "Run a shell command", "tool_use_id": "call_a3a109d74d18"}
 
+var touchTool = ev{"type": "partial", "role": "thinking", "text": "🔧 Bash: touch codex_touched.txt\n", "session_id": turnID}
+
 var afterTool = []ev{
 	{"type": "partial", "text": "Mock", "session_id": turnID},
 	{"type": "partial", "text": " done", "session_id": turnID},
 	{"type": "partial", "text": " after tool.", "session_id": turnID},
 	{"type": "result", "text": "Mock done after tool.", "session_id": turnID, "usage": ev{
 		"input_tokens": 42.0, "output_tokens": 20.0, "total_tokens": 62.0, "cache_read_input_tokens": 5.0, "reasoning_tokens": 2.0, "duration_ms": 376.0}},
+}
+
+func withText(e ev, text string) ev {
+	e = maps.Clone(e)
+	e["text"] = text
+	return e
 }
 
 // TestAppServerReplay: with "permission": true (P-STDIN-2) the shim drives
@@ -57,13 +67,13 @@ func TestAppServerReplay(t *testing.T) {
 			name: "command approved: accept, deltas, usage summed over calls", script: "as_approve.txt",
 			turn: ev{"message": "please USE_TOOL now"}, respond: allow,
 			args: []string{"--", "-c", "analytics.enabled=false"},
-			want: append([]ev{touchRequest}, afterTool...),
+			want: append([]ev{touchTool, touchRequest}, afterTool...),
 			argv: []string{"app-server", "-c", "analytics.enabled=false"},
 		},
 		{
 			name: "command denied: decline", script: "as_deny.txt",
 			turn: ev{"message": "please USE_TOOL now"}, respond: deny,
-			want: append([]ev{touchRequest}, afterTool...),
+			want: append([]ev{touchTool, touchRequest}, afterTool...),
 			argv: []string{"app-server"},
 		},
 		{
@@ -85,6 +95,7 @@ func TestAppServerReplay(t *testing.T) {
 			name: "file change approved: Edit with the item's changes", script: "as_filechange.txt",
 			turn: ev{"message": "add a readme"}, respond: allow,
 			want: []ev{
+				{"type": "partial", "role": "thinking", "text": "✏️ Edit: /work/w2/README.md\n", "session_id": turnID},
 				{"type": "permission_request", "request_id": "1", "tool_name": "Edit", "session_id": turnID, "tool_use_id": "call_patch1",
 					"description": "write outside the sandbox",
 					"input":       ev{"changes": []any{ev{"path": "/work/w2/README.md", "kind": ev{"type": "add"}, "diff": "+hello\n"}}}},
@@ -96,14 +107,15 @@ func TestAppServerReplay(t *testing.T) {
 		{
 			name: "failed turn: the last error that will not be retried", script: "as_failed.txt",
 			turn: ev{"message": "say hi"},
-			want: []ev{{"type": "error", "session_id": turnID, "message": "unexpected status 401 Unauthorized: Incorrect API key provided (mock)"}},
+			want: []ev{{"type": "error", "session_id": turnID, "message": "unexpected status 401 Unauthorized: Incorrect API key provided (mock) — " + cli.Login}},
 			argv: []string{"app-server"}, failed: true,
 		},
 		{
-			name: "resume of an unknown thread", script: "as_noresume.txt",
-			turn: ev{"message": "hi", "session_id": "0000-gone"},
-			want: []ev{{"type": "error", "message": "codex thread/resume: no rollout found for thread id 0000-gone"}},
-			argv: []string{"app-server"}, failed: true,
+			name: "a thread codex has no rollout of: a new thread on the same connection, one notice", script: "as_noresume.txt",
+			turn: ev{"message": "please USE_TOOL now", "session_id": "11111111-2222-4333-8444-555555555555"}, respond: allow,
+			want: append([]ev{{"type": "partial", "text": shimio.ResumeNotice + "\n\n"}, touchTool, touchRequest},
+				append(afterTool[:len(afterTool)-1:len(afterTool)-1], withText(afterTool[len(afterTool)-1], shimio.ResumeNotice+"\n\nMock done after tool."))...),
+			argv: []string{"app-server"},
 		},
 		{
 			name: "dies at startup: status and stderr", script: "as_crash.txt",
@@ -168,7 +180,7 @@ func TestAppServerBridgeCloses(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)
 	}
-	if got, want := strings.Join(types, ","), "permission_request,partial,partial,partial,result"; got != want {
+	if got, want := strings.Join(types, ","), "partial,permission_request,partial,partial,partial,result"; got != want {
 		t.Errorf("events %s, want %s", got, want)
 	}
 }

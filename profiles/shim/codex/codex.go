@@ -22,7 +22,14 @@ import (
 // (already written to stdout); the caller only sets a failing exit status.
 var ErrTurnFailed = shimio.ErrTurnFailed
 
-var cli = shimio.CLI{Bin: "codex", Install: "npm i -g @openai/codex"}
+var cli = shimio.CLI{Bin: "codex", Install: "npm i -g @openai/codex",
+	// codex 0.171.0: exec's stderr "Error: thread/resume: thread/resume
+	// failed: no rollout found for thread id …", and app-server's
+	// thread/resume errors "no rollout found for thread id …" and
+	// "invalid session id: …".
+	LostSession: []string{"no rollout found for thread id", "invalid session id"},
+	NoLogin:     []string{"401 Unauthorized", "Not logged in", "no Codex credentials were found"},
+	Login:       "on the bridge's host run `codex login` (with the profile's CODEX_HOME), or set OPENAI_API_KEY in the bridge's environment"}
 
 // Run runs one AgentProc turn through `codex exec --json`, or through
 // `codex app-server` when the turn line says "permission": true. stdin
@@ -50,16 +57,24 @@ func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, e
 	}
 	c, turn := st.CLI, st.Turn
 	if turn.Permission {
-		return runAppServer(ctx, c, em, turn, st.In, stderr, *policy, st.Args, environ)
+		return runAppServer(ctx, c, em, turn, st.Resume, st.In, stderr, *policy, st.Args, environ)
 	}
+	return shimio.Attempts(em, stderr, "codex", st.Resume, func(resume string) error {
+		return runExec(ctx, c, em, turn, resume, stderr, st.Args, environ)
+	})
+}
+
+// runExec runs one `codex exec`: resuming the thread resume, or a new one
+// for "".
+func runExec(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn shimio.Turn, resume string, stderr io.Writer, extra, environ []string) error {
 	argv := []string{"exec"}
-	if turn.SessionID != "" {
+	if resume != "" {
 		argv = append(argv, "resume")
 	}
 	argv = append(argv, "--json", "--skip-git-repo-check")
-	argv = append(argv, st.Args...)
-	if turn.SessionID != "" {
-		argv = append(argv, turn.SessionID)
+	argv = append(argv, extra...)
+	if resume != "" {
+		argv = append(argv, resume)
 	}
 	// "-": the prompt comes from stdin, so a prompt starting with "-" is
 	// never read as a flag.
@@ -68,19 +83,27 @@ func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, e
 	if err != nil {
 		return err
 	}
+	p.Resuming = resume != ""
 	_, _ = io.WriteString(p.Stdin, turn.Prompt())
 	p.Stdin.Close()
-	t := &translator{em: em, stderr: stderr}
+	t := newTranslator(em, p, stderr, resume)
 	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, t.handle)
 	return p.Finish(ctx, em, c, readErr, func(int) string { return t.lastError })
 }
 
 // translator turns codex exec events (codex-rs/exec/src/exec_events.rs)
 // into AgentProc events.
+func newTranslator(em *shimio.Emitter, p *shimio.Proc, stderr io.Writer, resume string) *translator {
+	return &translator{em: em, p: p, stderr: stderr, resume: resume, tools: map[string]bool{}}
+}
+
 type translator struct {
 	em        *shimio.Emitter
+	p         *shimio.Proc // told about retries and progress (nil in fuzz tests)
 	stderr    io.Writer
-	lastText  string // the last agent_message: the result text
+	resume    string          // the thread asked for, "" for a new one
+	tools     map[string]bool // item ids whose tool call was shown
+	lastText  string          // the last agent_message: the result text
 	anyText   bool
 	lastError string // the last non-transient error event
 }
@@ -90,9 +113,11 @@ type execEvent struct {
 	ThreadID string `json:"thread_id"`
 	Message  string `json:"message"`
 	Item     *struct {
+		ID      string `json:"id"`
 		Type    string `json:"type"`
 		Text    string `json:"text"`
 		Message string `json:"message"`
+		toolItem
 	} `json:"item"`
 	Usage *struct {
 		InputTokens           int64 `json:"input_tokens"`
@@ -113,12 +138,22 @@ func (t *translator) handle(raw []byte) error {
 	}
 	switch ev.Type {
 	case "thread.started":
+		if t.resume != "" && ev.ThreadID != t.resume {
+			// codex started a new thread instead of the one asked for.
+			fmt.Fprintf(t.stderr, "shim codex: asked to resume thread %s, codex started %s\n", t.resume, ev.ThreadID)
+			_ = t.em.Restarted()
+		}
 		// Only this event carries the id; the emitter repeats it.
 		t.em.SetSession(ev.ThreadID)
+	case "item.started":
+		if ev.Item != nil {
+			t.tool(ev.Item.ID, ev.Item.Type, &ev.Item.toolItem)
+		}
 	case "item.completed":
 		if ev.Item == nil {
 			return nil
 		}
+		t.tool(ev.Item.ID, ev.Item.Type, &ev.Item.toolItem)
 		switch ev.Item.Type {
 		case "agent_message":
 			text := ev.Item.Text
@@ -153,12 +188,40 @@ func (t *translator) handle(raw []byte) error {
 		}
 		_ = t.em.Error(msg, nil)
 	case "error":
-		// "Reconnecting... 2/5 (...)" is a retry in progress.
+		// "Reconnecting... 2/5 (...)" is a retry in progress, and
+		// "Reconnecting... waiting for network (...)" one without end.
 		if strings.HasPrefix(ev.Message, "Reconnecting") {
 			fmt.Fprintf(t.stderr, "shim codex: %s\n", ev.Message)
+			t.p.Retrying(ev.Message)
 			return nil
 		}
 		t.lastError = ev.Message
 	}
+	if progress(&ev) {
+		t.p.Progress()
+	}
 	return nil
+}
+
+// progress reports whether an exec event means codex heard from its model
+// API: anything but the thread and turn starting, errors and warnings.
+func progress(ev *execEvent) bool {
+	switch ev.Type {
+	case "thread.started", "turn.started", "error":
+		return false
+	case "item.completed", "item.started", "item.updated":
+		return ev.Item != nil && ev.Item.Type != "error"
+	}
+	return true
+}
+
+// tool shows a tool call item once, when it starts (or, for items that
+// only complete, when it completes).
+func (t *translator) tool(id, typ string, it *toolItem) {
+	name, detail := it.describe(typ)
+	if name == "" || t.tools[id] {
+		return
+	}
+	t.tools[id] = true
+	_ = t.em.Tool(name, detail)
 }

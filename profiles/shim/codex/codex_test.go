@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimtest"
 )
 
@@ -44,6 +45,7 @@ func TestReplay(t *testing.T) {
 			Name: "messages around a command; Reconnecting is not an error", Script: "tool.txt", Turn: ev{"message": "please USE_TOOL"},
 			Want: []ev{
 				{"type": "partial", "text": "Touching the file.", "session_id": thread},
+				{"type": "partial", "role": "thinking", "text": "🔧 Bash: touch codex_touched.txt\n", "session_id": thread},
 				{"type": "partial", "text": "\n\nMock done after tool.", "session_id": thread},
 				{"type": "result", "text": "Mock done after tool.", "session_id": thread, "usage": ev{"input_tokens": 42.0, "output_tokens": 18.0, "total_tokens": 60.0}},
 			},
@@ -52,7 +54,7 @@ func TestReplay(t *testing.T) {
 		{
 			Name: "turn.failed is the error", Script: "unauthorized.txt", Turn: ev{"message": "say hi"},
 			Want: []ev{{"type": "error", "session_id": "01a229de-2058-78e2-ab61-b3c2bebc6978",
-				"message": "unexpected status 401 Unauthorized: Incorrect API key provided (mock), url: http://127.0.0.1:8766/v1/responses"}},
+				"message": "unexpected status 401 Unauthorized: Incorrect API key provided (mock), url: http://127.0.0.1:8766/v1/responses — " + cli.Login}},
 			Argv:   []string{"exec", "--json", "--skip-git-repo-check", "-"},
 			Failed: true,
 		},
@@ -69,6 +71,38 @@ func TestReplay(t *testing.T) {
 			Failed: true,
 		},
 	}
+	fresh := []ev{
+		{"type": "partial", "text": shimio.ResumeNotice + "\n\n"},
+		{"type": "partial", "role": "thinking", "text": "**Greeting** the user", "session_id": thread},
+		{"type": "partial", "text": "Hello from the responses mock.", "session_id": thread},
+		{"type": "result", "text": shimio.ResumeNotice + "\n\nHello from the responses mock.", "session_id": thread,
+			"usage": ev{"input_tokens": 21.0, "output_tokens": 9.0, "total_tokens": 30.0, "cache_read_input_tokens": 4.0, "reasoning_tokens": 2.0}},
+	}
+	tests = append(tests, shimtest.Replay{
+		Name: "a thread codex has no rollout of: a new thread in the same turn, one notice", Script: "resume_unknown.txt",
+		Turn:   ev{"message": "say hi", "session_id": "11111111-2222-4333-8444-555555555555"},
+		Want:   fresh,
+		Before: [][]string{{"exec", "resume", "--json", "--skip-git-repo-check", "11111111-2222-4333-8444-555555555555", "-"}},
+		Argv:   []string{"exec", "--json", "--skip-git-repo-check", "-"},
+	}, shimtest.Replay{
+		Name: "codex starts a new thread instead of the one asked for: one notice, the new id", Script: "resume_other.txt",
+		Turn: ev{"message": "say hi", "session_id": "22222222-2222-4333-8444-555555555555"},
+		Want: fresh,
+		Argv: []string{"exec", "resume", "--json", "--skip-git-repo-check", "22222222-2222-4333-8444-555555555555", "-"},
+	}, shimtest.Replay{
+		Name: "an id codex would read as a thread name is never passed to it", Script: "new.txt",
+		Turn: ev{"message": "say hi", "session_id": "demo-485bc65220c3"},
+		Want: fresh,
+		Argv: []string{"exec", "--json", "--skip-git-repo-check", "-"},
+	})
+	tests = append(tests, shimtest.Replay{
+		Name: "an unreachable API ends the turn at the retry bound", Script: "no_network.txt",
+		Turn: ev{"message": "say hi"}, Env: []string{shimio.RetryEnv + "=1"},
+		Want: []ev{{"type": "error", "session_id": "01a230f0-ede2-7b01-bd2e-70ea4bd54d8a",
+			"message": "codex could not reach its model API for 1s (Reconnecting... waiting for network (Connection failed: error sending request)); check the network and the API's URL on the bridge's host (" + shimio.RetryEnv + " sets this bound)"}},
+		Argv:   []string{"exec", "--json", "--skip-git-repo-check", "-"},
+		Failed: true,
+	})
 	shimtest.RunReplays(t, "codex", Run, ev{"type": "turn", "session_id": "", "protocol_version": "0.4"}, tests)
 }
 

@@ -19,7 +19,18 @@ import (
 // (already written to stdout); the caller only sets a failing exit status.
 var ErrTurnFailed = shimio.ErrTurnFailed
 
-var cli = shimio.CLI{Bin: "gemini", Install: "npm i -g @google/gemini-cli"}
+var cli = shimio.CLI{Bin: "gemini", Install: "npm i -g @google/gemini-cli",
+	// gemini 0.61.0 exits 42 with "Error resuming session: Invalid session
+	// identifier …" (or "…: No previous sessions found for this
+	// project.") on stderr.
+	LostSession: []string{"Error resuming session"},
+	// "Attempt 1 failed. Retrying with backoff... Error: exception
+	// TypeError: fetch failed sending request": gemini has no knob for
+	// this in the environment (general.maxAttempts is a settings.json key).
+	Retrying: []string{"failed. Retrying with backoff"},
+	NoLogin: []string{"must specify the GEMINI_API_KEY", "Invalid auth method selected", "API key not valid",
+		"API_KEY_INVALID", "Please set an Auth method"},
+	Login: "set GEMINI_API_KEY (or GOOGLE_API_KEY, or Vertex AI's GOOGLE_CLOUD_PROJECT and GOOGLE_GENAI_USE_VERTEXAI) in the bridge's environment, or on the bridge's host run `gemini` once and log in"}
 
 // Run runs one AgentProc turn through `gemini -o stream-json`. stdin
 // carries the turn line, stdout receives AgentProc events, stderr gemini's
@@ -35,22 +46,29 @@ func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, e
 	if err != nil {
 		return err
 	}
-	c, turn := st.CLI, st.Turn
+	return shimio.Attempts(em, stderr, "gemini", st.Resume, func(resume string) error {
+		return attempt(ctx, st, resume, em, stderr, environ)
+	})
+}
+
+// attempt runs gemini once: resuming resume, or a new session for "".
+func attempt(ctx context.Context, st shimio.Setup, resume string, em *shimio.Emitter, stderr io.Writer, environ []string) error {
 	argv := []string{"--output-format", "stream-json"}
-	if turn.SessionID != "" {
-		argv = append(argv, "--resume", turn.SessionID)
+	if resume != "" {
+		argv = append(argv, "--resume", resume)
 	}
 	argv = append(argv, st.Args...)
-	p, err := shimio.Launch(ctx, em, c, argv, environ, stderr)
+	p, err := shimio.Launch(ctx, em, st.CLI, argv, environ, stderr)
 	if err != nil {
 		return err
 	}
+	p.Resuming = resume != ""
 	// The prompt on stdin, not as an argument: it may start with "-".
-	_, _ = io.WriteString(p.Stdin, turn.Prompt())
+	_, _ = io.WriteString(p.Stdin, st.Turn.Prompt())
 	p.Stdin.Close()
-	t := &translator{em: em, stderr: stderr}
+	t := &translator{em: em, p: p, stderr: stderr}
 	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, t.handle)
-	return p.Finish(ctx, em, c, readErr, func(code int) string {
+	return p.Finish(ctx, em, st.CLI, readErr, func(code int) string {
 		if code == 55 {
 			return "gemini refuses to run in an untrusted directory: set GEMINI_CLI_TRUST_WORKSPACE=true in the profile's env (or trust the directory in gemini)"
 		}
@@ -61,19 +79,22 @@ func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, e
 // translator turns gemini's stream-json events into AgentProc events.
 type translator struct {
 	em     *shimio.Emitter
+	p      *shimio.Proc // told about progress (nil in fuzz tests)
 	stderr io.Writer
 	text   strings.Builder // the assistant's text so far: the result text
 }
 
 type streamEvent struct {
-	Type      string `json:"type"`
-	SessionID string `json:"session_id"`
-	Role      string `json:"role"`
-	Content   string `json:"content"`
-	Delta     bool   `json:"delta"`
-	Severity  string `json:"severity"`
-	Message   string `json:"message"`
-	Status    string `json:"status"`
+	Type      string          `json:"type"`
+	SessionID string          `json:"session_id"`
+	Role      string          `json:"role"`
+	Content   string          `json:"content"`
+	Delta     bool            `json:"delta"`
+	Severity  string          `json:"severity"`
+	Message   string          `json:"message"`
+	Status    string          `json:"status"`
+	ToolName  string          `json:"tool_name"`  // tool_use
+	Params    json.RawMessage `json:"parameters"` // tool_use
 	Error     *struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
@@ -93,10 +114,15 @@ func (t *translator) handle(raw []byte) error {
 		fmt.Fprintf(t.stderr, "shim gemini: ignored a line that is not JSON: %.200s\n", raw)
 		return nil
 	}
+	if ev.Type == "tool_use" || ev.Type == "result" || ev.Type == "message" && ev.Role == "assistant" {
+		t.p.Progress() // gemini heard from its model API
+	}
 	switch ev.Type {
 	case "init":
 		// Only init carries the id; the emitter repeats it.
 		t.em.SetSession(ev.SessionID)
+	case "tool_use":
+		_ = t.em.Tool(ev.ToolName, shimio.ToolDetail(ev.Params))
 	case "message":
 		if ev.Role == "assistant" {
 			t.text.WriteString(ev.Content)

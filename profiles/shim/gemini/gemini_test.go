@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimtest"
 )
 
@@ -44,6 +45,7 @@ func TestReplay(t *testing.T) {
 		{
 			Name: "tool call and a warning", Script: "tool.txt", Turn: ev{"message": "please USE_TOOL"},
 			Want: []ev{
+				{"type": "partial", "role": "thinking", "text": "🔧 run_shell_command: touch gemini_touched.txt\n", "session_id": "a30990f3-2747-4e0e-a66c-0176b75b3c3c"},
 				{"type": "partial", "text": "Mock done after tool.", "session_id": "a30990f3-2747-4e0e-a66c-0176b75b3c3c"},
 				{"type": "result", "text": "Mock done after tool.", "session_id": "a30990f3-2747-4e0e-a66c-0176b75b3c3c",
 					"usage": ev{"input_tokens": 51.0, "output_tokens": 18.0, "total_tokens": 69.0, "duration_ms": 242.0}},
@@ -54,7 +56,7 @@ func TestReplay(t *testing.T) {
 			Name: "result with status error", Script: "api_error.txt", Turn: ev{"message": "say hi"},
 			Want: []ev{
 				{"type": "partial", "text": "Partly", "session_id": sid},
-				{"type": "error", "message": "API key not valid. Please pass a valid API key.", "session_id": sid,
+				{"type": "error", "message": "API key not valid. Please pass a valid API key. — " + cli.Login, "session_id": sid,
 					"usage": ev{"input_tokens": 17.0, "total_tokens": 17.0, "duration_ms": 10.0}},
 			},
 			Argv:   []string{"--output-format", "stream-json"},
@@ -67,6 +69,42 @@ func TestReplay(t *testing.T) {
 			Failed: true,
 		},
 	}
+	fresh := []ev{
+		{"type": "partial", "text": shimio.ResumeNotice + "\n\n"},
+		{"type": "partial", "text": "Hello", "session_id": sid},
+		{"type": "partial", "text": " from", "session_id": sid},
+		{"type": "partial", "text": " gemini.", "session_id": sid},
+		{"type": "result", "text": shimio.ResumeNotice + "\n\nHello from gemini.", "session_id": sid,
+			"usage": ev{"input_tokens": 34.0, "output_tokens": 12.0, "total_tokens": 46.0, "duration_ms": 104.0}},
+	}
+	tests = append(tests, shimtest.Replay{
+		Name: "a session gemini has no file of: a new one in the same turn, one notice", Script: "resume_unknown.txt",
+		Turn:   ev{"message": "say hi", "session_id": "11111111-2222-4333-8444-555555555555"},
+		Want:   fresh,
+		Before: [][]string{{"--output-format", "stream-json", "--resume", "11111111-2222-4333-8444-555555555555"}},
+		Argv:   []string{"--output-format", "stream-json"},
+	}, shimtest.Replay{
+		// gemini reads "latest" or "1" as a pick from its own list.
+		Name: "an id that is not a UUID is never passed to gemini", Script: "stream.txt",
+		Turn: ev{"message": "say hi", "session_id": "latest"},
+		Want: fresh,
+		Argv: []string{"--output-format", "stream-json"},
+	}, shimtest.Replay{
+		Name: "no API key: the error says what to do on the bridge's host", Script: "no_key.txt",
+		Turn: ev{"message": "say hi"},
+		Want: []ev{{"type": "error", "message": "gemini exited with status 41: When using Gemini API, you must specify the GEMINI_API_KEY environment variable.\n" +
+			"Update your environment and try again (no reload needed if using .env)! — " + cli.Login}},
+		Argv:   []string{"--output-format", "stream-json"},
+		Failed: true,
+	})
+	tests = append(tests, shimtest.Replay{
+		Name: "an unreachable API ends the turn at the retry bound", Script: "no_network.txt",
+		Turn: ev{"message": "say hi"}, Env: []string{shimio.RetryEnv + "=1"},
+		Want: []ev{{"type": "error", "session_id": "c633b4c5-b527-437b-99e6-df5ef5e2d822",
+			"message": "gemini could not reach its model API for 1s (Attempt 1 failed. Retrying with backoff... Error: exception TypeError: fetch failed sending request); check the network and the API's URL on the bridge's host (" + shimio.RetryEnv + " sets this bound)"}},
+		Argv:   []string{"--output-format", "stream-json"},
+		Failed: true,
+	})
 	shimtest.RunReplays(t, "gemini", Run, ev{"type": "turn", "session_id": "", "protocol_version": "0.4"}, tests)
 }
 

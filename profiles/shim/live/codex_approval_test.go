@@ -113,8 +113,11 @@ func TestCodexApprovalLive(t *testing.T) {
 		env: []string{"HOME=" + home, "CODEX_HOME=" + codexHome(t, home, mock.URL), "OPENAI_API_KEY=sk-live-test"}}
 	touched := filepath.Join(work, "codex_touched.txt")
 
+	// The tool call shows (a thinking partial) before its permission
+	// request, then the answer.
+	const toolLine = "🔧 Bash: touch codex_touched.txt\n"
 	allowed := e.run(t, "codex", "allow", "", "please USE_TOOL now")
-	if allowed.ExitCode != 0 || allowed.SessionID == "" || !strings.HasPrefix(strings.Join(allowed.Partials, ""), "Tool output:") {
+	if allowed.ExitCode != 0 || allowed.SessionID == "" || !strings.HasPrefix(strings.Join(allowed.Partials, ""), toolLine+"Tool output:") {
 		t.Errorf("allowed tool turn: %+v", allowed)
 	}
 	if _, err := os.Stat(touched); err != nil {
@@ -127,7 +130,7 @@ func TestCodexApprovalLive(t *testing.T) {
 	denied := e.run(t, "codex", "deny", "", "please USE_TOOL now")
 	got := strings.Join(denied.Partials, "")
 	t.Logf("allowed turn: %q; denied turn: %q", strings.Join(allowed.Partials, ""), got)
-	if denied.ExitCode != 0 || !strings.HasPrefix(got, "Tool output:") || !strings.Contains(strings.ToLower(got), "reject") {
+	if denied.ExitCode != 0 || !strings.HasPrefix(got, toolLine+"Tool output:") || !strings.Contains(strings.ToLower(got), "reject") {
 		t.Errorf("denied tool turn streamed %q, want the model told of the rejection: %+v", got, denied)
 	}
 	if _, err := os.Stat(touched); !os.IsNotExist(err) {

@@ -20,7 +20,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
 
 	"github.com/agentbridge/agentbridge/internal/execpath"
 	"github.com/agentbridge/agentbridge/internal/lines"
@@ -100,16 +99,28 @@ func (t Turn) Prompt() string {
 	return b.String()
 }
 
-// ValidResumeID reports whether a turn's session id may be handed to a CLI
-// as a resume argument: non-empty, not flag-like, and without whitespace,
-// path separators or control characters.
-func ValidResumeID(id string) bool {
-	if id == "" || strings.HasPrefix(id, "-") || strings.ContainsAny(id, `/\`) {
+// Resumable reports whether a session id may be handed to a CLI as a
+// resume argument. Claude Code, Codex, Gemini CLI and Qwen Code all name
+// sessions by UUID, and all of them read anything else as something other
+// than an id: claude and qwen as a session title, gemini as "latest" or an
+// index into its list, codex exec as a thread name (it then silently starts
+// a new thread). So only the canonical 8-4-4-4-12 hex form is passed on; it
+// also can never read as a flag or a path.
+func Resumable(id string) bool {
+	if len(id) != 36 {
 		return false
 	}
-	for _, r := range id {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return false
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
 		}
 	}
 	return true
@@ -138,20 +149,27 @@ type Emitter struct {
 	sid     string
 	ended   bool
 	errored bool
+
+	hint         func(string) string // CLI.WithHint, set by Begin
+	wrote        bool                // any event was written
+	restarted    bool                // the resume notice was written
+	outputAfter  bool                // an output partial followed the notice
+	thinkingOpen bool                // the last thinking partial did not end a line
 }
 
 // NewEmitter returns an Emitter writing to w.
 func NewEmitter(w io.Writer) *Emitter { return &Emitter{w: w} }
 
 // SetSession records the CLI's session id; the first valid one sticks
-// (P-SID-4). Valid means the shim could resume it next turn
-// (ValidResumeID), which is stricter than the bridge's own rule (F-SID-1):
-// an id reported but never resumable would silently start a fresh session
-// on every turn.
+// (P-SID-4). Valid means the shim could resume it next turn (Resumable),
+// which is stricter than the bridge's own rule (F-SID-1): an id reported
+// but never resumable would start a fresh session on every turn.
+// Callers report an id only once the CLI has saved that session (P-SID-3),
+// never the id of a session the CLI just failed to resume.
 func (e *Emitter) SetSession(id string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.sid == "" && ValidResumeID(id) {
+	if e.sid == "" && Resumable(id) {
 		e.sid = id
 	}
 }
@@ -186,6 +204,7 @@ type event struct {
 
 func (e *Emitter) write(ev event) error {
 	ev.SessionID = e.sid
+	e.wrote = true
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -203,24 +222,87 @@ func (e *Emitter) write(ev event) error {
 func (e *Emitter) Partial(text, role string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.partial(text, role)
+}
+
+func (e *Emitter) partial(text, role string) error {
 	if text == "" || e.ended {
 		return nil
 	}
-	if role == "output" {
+	switch role {
+	case "output":
 		role = ""
+		fallthrough
+	case "":
+		e.outputAfter = e.restarted
+	case "thinking":
+		e.thinkingOpen = !strings.HasSuffix(text, "\n")
 	}
 	return e.write(event{Type: "partial", Text: &text, Role: role})
 }
 
-// Result writes the turn's result unless it already ended.
+// Result writes the turn's result unless it already ended. After the
+// resume notice the text starts with the notice too, so a profile that does
+// not stream shows it; and when no output partial followed the notice the
+// text is streamed first, because a streamed reply never adds result.text
+// (P-RES-2) and the notice alone would be the whole reply.
 func (e *Emitter) Result(text string, u *Usage) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.ended {
 		return nil
 	}
+	if e.restarted {
+		if !e.outputAfter {
+			if err := e.partial(text, ""); err != nil {
+				return err
+			}
+		}
+		text = ResumeNotice + "\n\n" + text
+	}
 	e.ended = true
 	return e.write(event{Type: "result", Text: &text, Usage: u})
+}
+
+// ResumeNotice is the one line a user sees when the turn's stored session
+// could not be resumed and the CLI starts a new one instead.
+const ResumeNotice = "↻ The previous agent session could not be resumed; starting a new one."
+
+// Restarted tells the user, once, that the turn's session could not be
+// resumed and a new one starts: ResumeNotice as an output partial (the
+// result text repeats it, see Result).
+func (e *Emitter) Restarted() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.restarted || e.ended {
+		return nil
+	}
+	err := e.partial(ResumeNotice+"\n\n", "")
+	e.restarted, e.outputAfter = true, false
+	return err
+}
+
+// Wrote reports whether any event was written: a failed resume is retried
+// only when the user has seen nothing of it.
+func (e *Emitter) Wrote() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.wrote
+}
+
+// Tool shows a tool call as a thinking partial on a line of its own (see
+// ToolLine), so `presenter.thinking: hide` hides it with the reasoning.
+func (e *Emitter) Tool(name, detail string) error {
+	line := ToolLine(name, detail)
+	if line == "" {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.thinkingOpen {
+		line = "\n" + line
+	}
+	return e.partial(line, "thinking")
 }
 
 // Error writes the turn's error unless it already ended (P-ERR-1).
@@ -231,6 +313,9 @@ func (e *Emitter) Error(msg string, u *Usage) error {
 		return nil
 	}
 	e.ended, e.errored = true, true
+	if e.hint != nil {
+		msg = e.hint(msg)
+	}
 	return e.write(event{Type: "error", Message: &msg, Usage: u})
 }
 
@@ -290,6 +375,48 @@ func ReadLines(r io.Reader, max int, fn func([]byte) error) error {
 type CLI struct {
 	Bin     string // command name or path
 	Install string // e.g. "npm i -g @anthropic-ai/claude-code"
+	// LostSession lists what the CLI prints (on stderr or in its error
+	// event) when it cannot resume a session: it forgot it, or never had
+	// it. Such a turn starts a new session instead (see Attempts).
+	LostSession []string
+	// NoLogin lists what the CLI prints when it has no (valid)
+	// credentials; Login says what to do about it on the bridge's host.
+	// An error matching NoLogin gets Login appended, since the chat user
+	// reading it cannot fix it and the CLI's own advice ("Please run
+	// /login") names a screen nobody on the chat side has.
+	NoLogin []string
+	Login   string
+	// Retrying lists what the CLI writes on stderr when it retries a
+	// model API it cannot reach (see Proc.Retrying).
+	Retrying []string
+	// Defaults are variables the CLI gets unless its environment sets
+	// them (to a non-empty value): its own retry and timeout knobs, so an
+	// unreachable API ends the turn in about a minute rather than many.
+	Defaults []string
+}
+
+// WithHint returns msg with the CLI's Login hint appended when msg is
+// the CLI saying it is not logged in.
+func (c CLI) WithHint(msg string) string {
+	if c.Login == "" || strings.Contains(msg, c.Login) {
+		return msg
+	}
+	for _, s := range c.NoLogin {
+		if strings.Contains(msg, s) {
+			return msg + " — " + c.Login
+		}
+	}
+	return msg
+}
+
+// Lost reports whether text is the CLI saying a session cannot be resumed.
+func (c CLI) Lost(text string) bool {
+	for _, s := range c.LostSession {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // NotFoundMessage is the one clear error for a CLI missing from PATH.
@@ -303,55 +430,78 @@ type Proc struct {
 	Stdin  io.WriteCloser
 	Stdout io.ReadCloser
 	tail   *tail.Buffer
+	// Resuming says the CLI was asked to resume a session: Finish then
+	// reads a failure that showed nothing and matches CLI.LostSession as
+	// ErrSessionLost.
+	Resuming bool
+	stop     context.CancelFunc // ends the CLI (SIGTERM, then SIGKILL)
+	retry    retryWatch
 }
 
 // ErrNotFound marks a CLI that is not on PATH.
 var ErrNotFound = errors.New("not found on PATH")
 
-// Start starts the CLI with args and the environment environ (PATH is
-// looked up there; empty variables are left out). Its stderr goes to stderr and into a tail kept for
-// error messages. When ctx ends the CLI gets SIGTERM, then SIGKILL after a
-// grace period.
-func Start(ctx context.Context, c CLI, args, environ []string, stderr io.Writer) (*Proc, error) {
+// start starts the CLI with args and the environment environ (PATH is
+// looked up there; empty variables are left out). Its stderr goes to
+// stderr, into a tail kept for error messages, and past the CLI's
+// Retrying patterns. When ctx ends (or the retry bound is hit) the CLI
+// gets SIGTERM, then SIGKILL after a grace period.
+func start(ctx context.Context, em *Emitter, c CLI, args, environ []string, stderr io.Writer) (*Proc, error) {
 	path, err := lookPath(c.Bin, environ)
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Args[0] = c.Bin
-	cmd.Env = dropEmpty(environ)
+	cmd.Env = dropEmpty(withDefaults(environ, c.Defaults))
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 3 * time.Second
-	stderrTail := &tail.Buffer{Max: 8 << 10}
+	p := &Proc{cmd: cmd, tail: &tail.Buffer{Max: 8 << 10}, stop: cancel,
+		retry: retryWatch{em: em, bin: c.Bin, limit: RetryLimit(environ), stop: cancel}}
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	cmd.Stderr = io.MultiWriter(stderr, stderrTail)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
+	ws := []io.Writer{stderr, p.tail}
+	if len(c.Retrying) > 0 {
+		ws = append(ws, &lineWriter{fn: func(line string) {
+			for _, pat := range c.Retrying {
+				if strings.Contains(line, pat) {
+					p.Retrying(line)
+				}
+			}
+		}})
+	}
+	cmd.Stderr = io.MultiWriter(ws...)
+	if p.Stdin, err = cmd.StdinPipe(); err != nil {
+		cancel()
 		return nil, fmt.Errorf("start %s: %w", c.Bin, err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	if p.Stdout, err = cmd.StdoutPipe(); err != nil {
+		cancel()
 		return nil, fmt.Errorf("start %s: %w", c.Bin, err)
 	}
 	if err := cmd.Start(); err != nil {
+		cancel()
 		return nil, fmt.Errorf("start %s: %w", c.Bin, err)
 	}
-	return &Proc{cmd: cmd, Stdin: stdin, Stdout: stdout, tail: stderrTail}, nil
+	return p, nil
 }
 
 // Setup is what a shim knows once its turn has begun.
 type Setup struct {
-	CLI  CLI           // with --bin applied
-	Turn Turn          // the turn line
-	In   *bufio.Reader // stdin after the turn line: permission responses
-	Args []string      // arguments after the shim's flags, passed to the CLI
+	CLI    CLI           // with --bin applied
+	Turn   Turn          // the turn line
+	In     *bufio.Reader // stdin after the turn line: permission responses
+	Args   []string      // arguments after the shim's flags, passed to the CLI
+	Resume string        // the session to resume: the turn's, or "" for a new one
 }
 
 // Begin starts a shim's turn: it parses args (--bin, and any flags define
-// adds), reads the turn line and checks that its session id, if any, can
-// be resumed. A failure becomes the turn's error event and is returned.
+// adds) and reads the turn line. A failure becomes the turn's error event
+// and is returned. A session id the CLI could not be handed (not
+// Resumable: another agent's id, say) is not resumed: the turn starts a
+// new session and says so (Emitter.Restarted).
 func Begin(em *Emitter, name string, c CLI, stdin io.Reader, stderr io.Writer, args []string, define func(*flag.FlagSet)) (Setup, error) {
 	fs := flag.NewFlagSet("shim "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -363,22 +513,49 @@ func Begin(em *Emitter, name string, c CLI, stdin io.Reader, stderr io.Writer, a
 		return Setup{}, em.Fail(fmt.Sprintf("shim %s: %v", name, err))
 	}
 	c.Bin = *bin
+	em.mu.Lock()
+	em.hint = c.WithHint
+	em.mu.Unlock()
 	in := bufio.NewReaderSize(stdin, 64<<10)
 	turn, err := ReadTurn(in)
 	if err != nil {
 		return Setup{}, em.Fail(fmt.Sprintf("shim %s: %v", name, err))
 	}
-	if turn.SessionID != "" && !ValidResumeID(turn.SessionID) {
-		return Setup{}, em.Fail(fmt.Sprintf("shim %s: session id %q cannot be resumed", name, turn.SessionID))
+	st := Setup{CLI: c, Turn: turn, In: in, Args: fs.Args(), Resume: turn.SessionID}
+	if st.Resume != "" && !Resumable(st.Resume) {
+		fmt.Fprintf(stderr, "shim %s: session id %q is not one %s can resume; starting a new session\n", name, st.Resume, c.Bin)
+		st.Resume = ""
+		if err := em.Restarted(); err != nil {
+			return Setup{}, err
+		}
 	}
-	return Setup{CLI: c, Turn: turn, In: in, Args: fs.Args()}, nil
+	return st, nil
 }
 
-// Launch starts the CLI like Start; when it cannot, it reports why as the
-// turn's error event (the one clear "not found on PATH — install with …"
-// for a missing CLI) and returns that error.
+// ErrSessionLost is an attempt's error when the CLI could not resume the
+// session it was given and the user has seen nothing of it yet.
+var ErrSessionLost = errors.New("the session could not be resumed")
+
+// Attempts runs attempt with the session to resume and, when that fails
+// with ErrSessionLost, once more with a new session ("") after telling the
+// user (Emitter.Restarted): a forgotten session is not a dead end.
+func Attempts(em *Emitter, stderr io.Writer, name, resume string, attempt func(resume string) error) error {
+	err := attempt(resume)
+	if resume == "" || !errors.Is(err, ErrSessionLost) {
+		return err
+	}
+	fmt.Fprintf(stderr, "shim %s: session %s could not be resumed; starting a new session\n", name, resume)
+	if err := em.Restarted(); err != nil {
+		return err
+	}
+	return attempt("")
+}
+
+// Launch starts the CLI; when it cannot, it reports why as the turn's
+// error event (the one clear "not found on PATH — install with …" for a
+// missing CLI) and returns that error.
 func Launch(ctx context.Context, em *Emitter, c CLI, args, environ []string, stderr io.Writer) (*Proc, error) {
-	p, err := Start(ctx, c, args, environ, stderr)
+	p, err := start(ctx, em, c, args, environ, stderr)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, em.Fail(c.NotFoundMessage())
@@ -406,6 +583,8 @@ func (p *Proc) Finish(ctx context.Context, em *Emitter, c CLI, readErr error, ex
 		return ErrTurnFailed
 	case em.Ended():
 		return nil
+	case p.Resuming && code != 0 && !em.Wrote() && c.Lost(p.StderrTail()):
+		return ErrSessionLost
 	}
 	if explain != nil {
 		if msg := explain(code); msg != "" {
@@ -422,6 +601,8 @@ func (p *Proc) Finish(ctx context.Context, em *Emitter, c CLI, readErr error, ex
 // returns its exit code, -1 when it died from a signal.
 func (p *Proc) Wait() (int, error) {
 	err := p.cmd.Wait()
+	p.retry.done()
+	p.stop()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -11,6 +11,9 @@
 //	!stdin STR   the CLI reads stdin to its end; it must equal the JSON string STR
 //	!stderr TEXT the CLI writes TEXT and a newline to stderr
 //	!exit N      the CLI exits with status N at once
+//	!hang        the CLI waits until it is killed
+//	!restart     ends what one start of the CLI plays: the next start
+//	             plays on from here (a shim that runs the CLI twice)
 //
 // Blank lines and lines starting with # are skipped. Without !exit the
 // fake exits 0 once the script ends and its stdin is closed, like claude.
@@ -24,11 +27,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -46,19 +52,30 @@ func FakeMain() {
 	if script == "" {
 		return
 	}
+	start := 0
 	if p := os.Getenv(envArgs); p != "" {
+		// One JSON line per start: the count says which part to play.
+		prev, _ := os.ReadFile(p)
+		start = bytes.Count(prev, []byte("\n"))
 		b, _ := json.Marshal(os.Args[1:])
-		_ = os.WriteFile(p, b, 0o600)
+		_ = os.WriteFile(p, append(append(prev, b...), '\n'), 0o600)
 	}
-	os.Exit(play(script, os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(play(script, start, os.Stdin, os.Stdout, os.Stderr))
 }
 
-func play(path string, stdin io.Reader, stdout, stderr io.Writer) int {
+// play plays part start (counting from 0) of the recording at path.
+func play(path string, start int, stdin io.Reader, stdout, stderr io.Writer) int {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "FAKE:", err)
 		return 98
 	}
+	parts := regexp.MustCompile(`(?m)^!restart\s*$`).Split(string(data), -1)
+	if start >= len(parts) {
+		fmt.Fprintf(stderr, "FAKE MISMATCH: started %d times, the recording has %d parts\n", start+1, len(parts))
+		return 99
+	}
+	data = []byte(parts[start])
 	in := bufio.NewReaderSize(stdin, 1<<20)
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "FAKE MISMATCH: "+format+"\n", args...)
@@ -89,6 +106,11 @@ func play(path string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		case strings.HasPrefix(l, "!stderr "):
 			fmt.Fprintln(stderr, l[8:])
+		case l == "!hang":
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, syscall.SIGTERM)
+			<-sig
+			return 143
 		case strings.HasPrefix(l, "!exit "):
 			// At once, like a CLI that dies: stdin may still be open.
 			code, _ := strconv.Atoi(l[6:])
@@ -147,15 +169,33 @@ func (f *Fake) Environ(t testing.TB, script string) []string {
 // Args returns the argv (without argv[0]) the fake was last started with.
 func (f *Fake) Args(t testing.TB) []string {
 	t.Helper()
-	b, err := os.ReadFile(f.argsFile)
-	if err != nil {
-		t.Fatalf("the fake CLI was not started: %v", err)
+	starts := f.Starts(t)
+	if len(starts) == 0 {
+		t.Fatal("the fake CLI was not started")
 	}
-	var args []string
-	if err := json.Unmarshal(b, &args); err != nil {
+	return starts[len(starts)-1]
+}
+
+// Starts returns the argv (without argv[0]) of every start of the fake, in
+// order.
+func (f *Fake) Starts(t testing.TB) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(f.argsFile)
+	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	return args
+	var starts [][]string
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var args []string
+		if err := json.Unmarshal(line, &args); err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, args)
+	}
+	return starts
 }
 
 // RunFunc is a shim's entry point.
