@@ -112,6 +112,7 @@ func FuzzParse(f *testing.F) {
 		"---\n---\n",
 		"!!binary x: 1\n",
 		"<<: {store: x}\n",
+		head + "telegram/work: {enabled: true, token: t}\ntelegram/: {}\nslack/a/b: {enabled: true}\nroutes: [{platform: telegram/work, profile: demo}]\n",
 	} {
 		f.Add([]byte(seed))
 	}
