@@ -21,7 +21,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// channel holds one, so a hangup during start-up reloads once running.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	// Ignored, not reset, once serve is done: a hangup while the process
+	// exits must not kill it (and turn a clean exit into "signal: hangup").
+	defer signal.Ignore(syscall.SIGHUP)
 
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -76,7 +76,12 @@ func (l *Lanes[K]) Enqueue(k K, job Job) (position int, err error) {
 		return 0, ErrFull
 	}
 	ln.queue = append(ln.queue, job)
-	// The running job is not in the queue, so the new one is at len(queue).
+	// A running job is not in the queue, so the new one is at len(queue);
+	// until the lane's goroutine has taken the next job off the queue, that
+	// job is still there and runs before this one.
+	if ln.cancel == nil {
+		return len(ln.queue) - 1, nil
+	}
 	return len(ln.queue), nil
 }
 

@@ -137,3 +137,31 @@ func TestCloseAndCancelAll(t *testing.T) {
 		}
 	})
 }
+
+// The position of a job enqueued right behind the lane's first one is 1
+// whether or not the lane's goroutine has taken the first off the queue yet.
+func TestPositionBeforeFirstJobStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New[string](context.Background(), 10)
+		var mu sync.Mutex
+		var log []string
+		g1, g2 := newGate(), newGate()
+		if pos, err := l.Enqueue("a", g1.job("1", &log, &mu)); pos != 0 || err != nil {
+			t.Fatalf("first: position %d, %v", pos, err)
+		}
+		// No synctest.Wait: the first job has not started.
+		if pos, err := l.Enqueue("a", g2.job("2", &log, &mu)); pos != 1 || err != nil {
+			t.Fatalf("second before the first started: position %d, %v; want 1", pos, err)
+		}
+		<-g1.started
+		g3 := newGate()
+		if pos, err := l.Enqueue("a", g3.job("3", &log, &mu)); pos != 2 || err != nil {
+			t.Fatalf("third while the first runs: position %d, %v; want 2", pos, err)
+		}
+		close(g1.release)
+		close(g2.release)
+		close(g3.release)
+		l.Close()
+		l.Wait()
+	})
+}
