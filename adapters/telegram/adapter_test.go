@@ -64,7 +64,7 @@ func newEnv(t *testing.T, mutate func(*telegram.Options)) *env {
 	if mutate != nil {
 		mutate(&opts)
 	}
-	ad, err := telegram.New(t.Context(), opts, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	ad, err := telegram.New(opts, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestOffsetAdvancesOnlyAfterHandoff(t *testing.T) {
 	}
 
 	// A new adapter (a restart) starts from the stored offset.
-	ad2, err := telegram.New(t.Context(), telegram.Options{Token: token, APIURL: e.fake.URL, Store: e.st, PollTimeout: time.Second}, nil)
+	ad2, err := telegram.New(telegram.Options{Token: token, APIURL: e.fake.URL, Store: e.st, PollTimeout: time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,12 +284,21 @@ func TestRunFatalErrors(t *testing.T) {
 	}
 }
 
+// TestBadTokenAtStart: New makes no request; Run's first one, getMe, finds
+// the token rejected and stops for good.
 func TestBadTokenAtStart(t *testing.T) {
 	fake := telegramtest.NewServer("other:token")
 	defer fake.Close()
-	_, err := telegram.New(t.Context(), telegram.Options{Token: token, APIURL: fake.URL}, nil)
-	if !errors.Is(err, telegram.ErrUnauthorized) || strings.Contains(err.Error(), "SECRET") {
-		t.Fatalf("New = %v; want ErrUnauthorized without the token", err)
+	ad, err := telegram.New(telegram.Options{Token: token, APIURL: fake.URL}, nil)
+	if err != nil {
+		t.Fatalf("New = %v; want an adapter (it does no I/O)", err)
+	}
+	if n := len(fake.Calls("getMe")); n != 0 {
+		t.Fatalf("New called getMe %d times; constructors do no network I/O", n)
+	}
+	err = ad.Run(t.Context(), newRecorder())
+	if !errors.Is(err, telegram.ErrUnauthorized) || !errors.Is(err, core.ErrFatal) || strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("Run = %v; want ErrUnauthorized marked core.ErrFatal, without the token", err)
 	}
 }
 
@@ -596,17 +605,17 @@ func TestPromptOutcomeEditWaitsForBudget(t *testing.T) {
 	}
 }
 
-// A Telegram outage while the bridge starts does not stop it: New returns
-// an adapter, and Run identifies the bot once Telegram answers, then polls
-// and hands messages over.
+// A Telegram outage while the bridge starts does not stop it: Run
+// identifies the bot once Telegram answers, then polls and hands messages
+// over.
 func TestOutageAtStartIsRetriedByRun(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	outage := telegramtest.Fault{Code: 502, Description: "Bad Gateway"}
 	fake.Fail("getMe", outage, outage)
-	ad, err := telegram.New(t.Context(), telegram.Options{Token: token, APIURL: fake.URL, PollTimeout: time.Second}, nil)
+	ad, err := telegram.New(telegram.Options{Token: token, APIURL: fake.URL, PollTimeout: time.Second}, nil)
 	if err != nil {
-		t.Fatalf("New during an outage = %v; want an adapter that retries", err)
+		t.Fatal(err)
 	}
 	rec := newRecorder()
 	ctx, cancel := context.WithCancel(t.Context())

@@ -1,7 +1,6 @@
 package telegram
 
 import (
-	"context"
 	"time"
 
 	"github.com/agentbridge/agentbridge/config"
@@ -93,8 +92,8 @@ var menuCommands = []Command{
 	{Command: "whoami", Description: "show your user id"},
 }
 
-// fromConfig builds the adapter of one section. It calls getMe, so a bad
-// token stops serve at start with a clear error.
+// fromConfig builds the adapter of one section. A bad token stops it in
+// Run, with a clear error.
 func fromConfig(c *Config, deps config.Deps) (*Adapter, error) {
 	opts := Options{
 		Name:          deps.Name,
@@ -115,7 +114,5 @@ func fromConfig(c *Config, deps config.Deps) (*Adapter, error) {
 	if c.CommandPrefix == "/" {
 		opts.Commands = menuCommands
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return New(ctx, opts, deps.Log)
+	return New(opts, deps.Log)
 }

@@ -73,7 +73,7 @@ func startStack(t *testing.T, fake *telegramtest.Server, db string, wrap func(co
 	for _, tw := range tweaks {
 		tw(&opts)
 	}
-	ad, err := telegram.New(t.Context(), opts, log)
+	ad, err := telegram.New(opts, log)
 	if err != nil {
 		t.Fatal(err)
 	}

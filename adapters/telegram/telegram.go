@@ -129,9 +129,9 @@ var (
 	_ core.MessageFinalizer = (*Adapter)(nil)
 )
 
-// New connects to the Bot API (getMe) and returns the adapter. ctx bounds
-// that first call.
-func New(ctx context.Context, opts Options, log *slog.Logger) (*Adapter, error) {
+// New checks the options and returns the adapter. It does no I/O: Run asks
+// Telegram who the bot is (getMe) before anything else.
+func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -164,18 +164,11 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Adapter, error) 
 		hc = &http.Client{}
 	}
 	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), budgets: map[int64]*budget{}, drafts: map[int64]*draft{}, keyboards: map[string]struct{}{}}
-	// Built by hand rather than with NewBotAPIWithClient, whose getMe failure
-	// would leave no adapter: a rejected token is fatal here, but a
-	// Telegram outage at start-up only postpones identification to Run,
-	// which retries, so the other platforms start regardless.
-	a.bot = &tgbotapi.BotAPI{Token: a.token, Client: ctxClient{ctx: ctx, hc: hc}, Buffer: 100}
+	// Built by hand rather than with NewBotAPIWithClient, which calls getMe.
+	// call gives each request its own context, so the template has no
+	// client.
+	a.bot = &tgbotapi.BotAPI{Token: a.token, Buffer: 100}
 	a.bot.SetAPIEndpoint(opts.APIURL + "/bot%s/%s")
-	if err := a.identify(ctx); err != nil {
-		if errors.Is(err, ErrUnauthorized) {
-			return nil, err
-		}
-		log.WarnContext(ctx, "getMe failed; will retry when the adapter runs", "err", err)
-	}
 	return a, nil
 }
 
@@ -221,10 +214,6 @@ func (a *Adapter) identifyUntilDone(ctx context.Context) error {
 
 // Name returns Options.Name: "telegram" unless set.
 func (a *Adapter) Name() string { return a.opts.Name }
-
-// BotID returns the bot's Telegram user id (the Workspace of its
-// conversation keys).
-func (a *Adapter) BotID() int64 { return a.self.ID }
 
 // Limits reports Telegram's limits: 4,096 characters after entity parsing
 // (the rendered HTML is never shorter than that, so counting it is safe),
