@@ -119,6 +119,10 @@ telegram:
 	if !strings.Contains(out, "401") || strings.Contains(out, "WRONG-SECRET") {
 		t.Errorf("serve error %q, stderr %q; want a 401 without the token", err, stderr.String())
 	}
+	// A rejected token is fixed in the config, not by a restart (README).
+	if code := exitStatus(err, io.Discard); code != exitAdaptersStopped {
+		t.Errorf("exit status %d, want %d", code, exitAdaptersStopped)
+	}
 }
 
 func TestServeTelegramWebhook(t *testing.T) {
