@@ -25,8 +25,8 @@ const runUsage = `usage: agentbridge run --profile PATH [--session-id ID] [--ses
 
 Runs one AgentProc turn of the profile's agent. MESSAGE "-" reads the message
 from stdin. Output partials stream to stdout (thinking to stderr), errors go
-to stderr, and the exit status is the turn's (0, 1, 124, 130, 143, or the
-agent's own code).
+to stderr, and the exit status is the turn's (0, 1, 124, 130, 143, 127 when
+the agent or the CLI behind a shim could not start, or the agent's own code).
 
 flags:
 `
@@ -161,7 +161,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "agentbridge: turn failed:", failure)
 	}
 	if *asJSON {
-		j := runJSON{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: o.ExitCode, Partials: o.Partials, Usage: o.Usage}
+		j := runJSON{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: runStatus(o), Partials: o.Partials, Usage: o.Usage}
 		if j.Partials == nil {
 			j.Partials = []string{}
 		}
@@ -181,10 +181,21 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			fmt.Fprintln(stderr, "session:", o.SessionID)
 		}
 	}
-	if o.ExitCode != 0 {
-		return exitCode(o.ExitCode)
+	if code := runStatus(o); code != 0 {
+		return exitCode(code)
 	}
 	return nil
+}
+
+// runStatus is run's exit status for a turn: the turn's (P-EXIT-1), except
+// that an agent which reported an error and exited 127 — a shim whose CLI
+// is not installed, or any agent that could not start what it runs — makes
+// it 127, "could not start", as an agent that could not start itself does.
+func runStatus(o agentproc.Outcome) int {
+	if o.ExitCode == 1 && o.Errored && o.AgentExit == 127 {
+		return 127
+	}
+	return o.ExitCode
 }
 
 // runOutput writes streamed partials: output to stdout, other roles (e.g.

@@ -284,3 +284,43 @@ func TestRunRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestRunShimCLIMissing: a profile whose shim cannot find its CLI makes
+// `run` exit 127 (the agent could not start, as the README says), with the
+// shim's one clear error; the turn's own status stays 1 underneath
+// (P-EXIT-1), and an agent's plain error still exits 1.
+func TestRunShimCLIMissing(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", t.TempDir()) // no claude anywhere
+	path := filepath.Join(t.TempDir(), "claude.yaml")
+	body := fmt.Sprintf("command: %q\nargs: [shim, claude]\nenv:\n  %s: \"1\"\n  GORACE: atexit_sleep_ms=0\nstreaming: true\ntimeout_secs: 30\n", self, mainEnv)
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"--profile", path, "hi"}
+		if asJSON {
+			args = append([]string{"--json"}, args...)
+		}
+		code, stdout, stderr := runCLI(t, context.Background(), "", nil, args...)
+		if code != 127 {
+			t.Errorf("json=%v: exit %d, want 127; stderr %q", asJSON, code, stderr)
+		}
+		const msg = "claude not found on PATH — install with npm i -g @anthropic-ai/claude-code"
+		if !strings.Contains(stderr, "turn failed: "+msg) {
+			t.Errorf("json=%v: stderr %q, want the shim's error", asJSON, stderr)
+		}
+		if asJSON {
+			var j runJSON
+			if err := json.Unmarshal([]byte(stdout), &j); err != nil || j.ExitCode != 127 || j.Error != msg {
+				t.Errorf("json: %s (%v), want exit_code 127 and the error", stdout, err)
+			}
+		}
+	}
+	if code, _, _ := runCLI(t, context.Background(), "", nil, "--profile", writeProfile(t, "error", ""), "hi"); code != 1 {
+		t.Errorf("an agent's own error event: exit %d, want 1", code)
+	}
+}

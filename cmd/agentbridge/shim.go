@@ -30,6 +30,11 @@ var shims = map[string]shimRun{
 // event: the message is already on stdout, only the status is left.
 var shimFailed = []error{claude.ErrTurnFailed, codex.ErrTurnFailed, gemini.ErrTurnFailed}
 
+// shimCannotStart lists the sentinel each shim adds when its CLI could
+// not be started: the shim then exits 127, like a shell for a command it
+// cannot find, and `agentbridge run` passes that on.
+var shimCannotStart = []error{claude.ErrCannotStart, codex.ErrCannotStart, gemini.ErrCannotStart}
+
 // cmdShim runs a CLI shim: an adapter that makes an agent CLI speak
 // AgentProc 0.4. Profiles run it as `agentbridge shim NAME [FLAGS] [-- CLI ARGS]`.
 func cmdShim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -51,6 +56,11 @@ func cmdShim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return usageErrorf("shim: unknown shim %q (have %s)", args[0], strings.Join(names, ", "))
 	}
 	err := run(ctx, stdin, stdout, stderr, args[1:], os.Environ())
+	for _, missing := range shimCannotStart {
+		if errors.Is(err, missing) {
+			return exitCode(127)
+		}
+	}
 	for _, failed := range shimFailed {
 		if errors.Is(err, failed) {
 			return exitCode(1)

@@ -22,13 +22,13 @@ func TestShimCommand(t *testing.T) {
 		{"no name", []string{"shim"}, "", 2},
 		{"unknown name", []string{"shim", "cursor"}, "", 2},
 		{"claude missing", []string{"shim", "claude"},
-			`{"type":"error","message":"claude not found on PATH — install with npm i -g @anthropic-ai/claude-code"}` + "\n", 1},
+			`{"type":"error","message":"claude not found on PATH — install with npm i -g @anthropic-ai/claude-code"}` + "\n", 127},
 		{"codex missing", []string{"shim", "codex"},
-			`{"type":"error","message":"codex not found on PATH — install with npm i -g @openai/codex"}` + "\n", 1},
+			`{"type":"error","message":"codex not found on PATH — install with npm i -g @openai/codex"}` + "\n", 127},
 		{"gemini missing", []string{"shim", "gemini"},
-			`{"type":"error","message":"gemini not found on PATH — install with npm i -g @google/gemini-cli"}` + "\n", 1},
+			`{"type":"error","message":"gemini not found on PATH — install with npm i -g @google/gemini-cli"}` + "\n", 127},
 		{"qwen missing", []string{"shim", "qwen"},
-			`{"type":"error","message":"qwen not found on PATH — install with npm i -g @qwen-code/qwen-code"}` + "\n", 1},
+			`{"type":"error","message":"qwen not found on PATH — install with npm i -g @qwen-code/qwen-code"}` + "\n", 127},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,6 +43,10 @@ type Outcome struct {
 	TimeLimit time.Duration
 	// StartError is why the agent could not be started (ExitCode 127), nil otherwise.
 	StartError error
+	// AgentExit is the agent process's own exit status (128+N after
+	// signal N), whatever ExitCode's precedence made of it; 0 when it
+	// never started.
+	AgentExit int
 }
 
 // Failed reports whether the turn failed (ExitCode != 0).
@@ -99,6 +103,7 @@ func (r *runner) finish(a *assembler, stderr string, waitErr error) {
 		o.Reply = a.resultText
 	}
 	code := r.pr.exitCode(waitErr)
+	o.AgentExit = code
 	switch {
 	case o.TimedOut:
 		o.ExitCode = 124

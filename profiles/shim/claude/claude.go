@@ -23,6 +23,10 @@ import (
 // (already written to stdout); the caller only sets a failing exit status.
 var ErrTurnFailed = shimio.ErrTurnFailed
 
+// ErrCannotStart is returned by Run (with ErrTurnFailed) when the CLI
+// could not be started, e.g. it is not on PATH.
+var ErrCannotStart = shimio.ErrCannotStart
+
 // flavor is what differs between the CLIs speaking Claude's stream-json.
 type flavor struct {
 	name    string // shim name, for messages

@@ -264,8 +264,8 @@ func TestMissingCLI(t *testing.T) {
 		if diff := cmp.Diff(want, res.Events); diff != "" {
 			t.Errorf("events (-want +got):\n%s", diff)
 		}
-		if !errors.Is(res.Err, ErrTurnFailed) {
-			t.Errorf("Run error = %v, want ErrTurnFailed", res.Err)
+		if !errors.Is(res.Err, ErrTurnFailed) || !errors.Is(res.Err, ErrCannotStart) {
+			t.Errorf("Run error = %v, want ErrTurnFailed and ErrCannotStart (exit 127)", res.Err)
 		}
 	}
 }

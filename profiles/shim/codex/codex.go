@@ -22,6 +22,10 @@ import (
 // (already written to stdout); the caller only sets a failing exit status.
 var ErrTurnFailed = shimio.ErrTurnFailed
 
+// ErrCannotStart is returned by Run (with ErrTurnFailed) when the CLI
+// could not be started, e.g. it is not on PATH.
+var ErrCannotStart = shimio.ErrCannotStart
+
 var cli = shimio.CLI{Bin: "codex", Install: "npm i -g @openai/codex",
 	// codex 0.171.0: exec's stderr "Error: thread/resume: thread/resume
 	// failed: no rollout found for thread id …", and app-server's

@@ -19,6 +19,10 @@ import (
 // (already written to stdout); the caller only sets a failing exit status.
 var ErrTurnFailed = shimio.ErrTurnFailed
 
+// ErrCannotStart is returned by Run (with ErrTurnFailed) when the CLI
+// could not be started, e.g. it is not on PATH.
+var ErrCannotStart = shimio.ErrCannotStart
+
 var cli = shimio.CLI{Bin: "gemini", Install: "npm i -g @google/gemini-cli",
 	// gemini 0.61.0 exits 42 with "Error resuming session: Invalid session
 	// identifier …" (or "…: No previous sessions found for this

@@ -554,16 +554,22 @@ func Attempts(em *Emitter, stderr io.Writer, name, resume string, attempt func(r
 // Launch starts the CLI; when it cannot, it reports why as the turn's
 // error event (the one clear "not found on PATH — install with …" for a
 // missing CLI) and returns that error.
+// The error also matches ErrCannotStart.
 func Launch(ctx context.Context, em *Emitter, c CLI, args, environ []string, stderr io.Writer) (*Proc, error) {
 	p, err := start(ctx, em, c, args, environ, stderr)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return nil, em.Fail(c.NotFoundMessage())
+		return nil, errors.Join(em.Fail(c.NotFoundMessage()), ErrCannotStart)
 	case err != nil:
-		return nil, em.Fail(fmt.Sprintf("%s could not start: %v", c.Bin, err))
+		return nil, errors.Join(em.Fail(fmt.Sprintf("%s could not start: %v", c.Bin, err)), ErrCannotStart)
 	}
 	return p, nil
 }
+
+// ErrCannotStart marks a turn that failed because the CLI could not be
+// started (missing from PATH, say): `agentbridge shim` exits 127 for it,
+// as a shell does for a command it cannot find.
+var ErrCannotStart = errors.New("the CLI could not start")
 
 // Finish ends the turn once the CLI's stdout was read (readErr is what
 // reading it returned): it waits for the CLI to exit and returns nil after
