@@ -34,37 +34,40 @@ const (
 )
 
 // Config is a validated bridge configuration. Paths in it are absolute.
+// The file's keys are named in decode.go's field tables (and each platform
+// section's Declare), which read the YAML node tree; there are no struct
+// tags.
 type Config struct {
 	// Path is the absolute path of the file the configuration came from;
 	// empty when Parse was given no path.
-	Path string `yaml:"-"`
+	Path string
 	// Store is the absolute path of the bbolt database file.
-	Store string `yaml:"store"`
+	Store string
 	// Profiles maps a profile name to the absolute path of its profile YAML,
 	// or to "builtin:NAME" for a profile compiled into the bridge. The files
 	// are not opened by this package.
-	Profiles map[string]string `yaml:"profiles"`
+	Profiles map[string]string
 	// DefaultProfile names the profile used when no route matches.
-	DefaultProfile string `yaml:"default_profile"`
+	DefaultProfile string
 	// Routes pick a profile per conversation; the first match wins.
-	Routes []Route `yaml:"routes"`
+	Routes []Route
 	// QueueDepth is how many messages may wait per conversation behind the
 	// running turn.
-	QueueDepth int `yaml:"queue_depth"`
+	QueueDepth int
 	// DedupTTL is how long a platform message id is remembered.
-	DedupTTL time.Duration `yaml:"dedup_ttl"`
+	DedupTTL time.Duration
 	// ShutdownGrace is how long running turns may finish after SIGTERM.
-	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	ShutdownGrace time.Duration
 	// IdleTimeout stops a turn whose agent has sent nothing for this long,
 	// except while a permission prompt waits for a person; 0 turns it off.
-	IdleTimeout time.Duration `yaml:"idle_timeout"`
-	Presenter   Presenter     `yaml:"presenter"`
-	Log         Log           `yaml:"log"`
-	Metrics     Metrics       `yaml:"metrics"`
+	IdleTimeout time.Duration
+	Presenter   Presenter
+	Log         Log
+	Metrics     Metrics
 	// Accounts are the platform sections: each kind's first account, set
 	// in the file or not, in the order of Options.Platforms, then each
 	// KIND/NAME section in file order.
-	Accounts []Account `yaml:"-"`
+	Accounts []Account
 
 	warnings []*FieldError
 	file     string         // the path as given, for FieldError.File
@@ -74,10 +77,10 @@ type Config struct {
 // Route sends the conversations it matches to a profile. An empty field
 // matches any value.
 type Route struct {
-	Platform  string `yaml:"platform"`
-	Workspace string `yaml:"workspace"`
-	Channel   string `yaml:"channel"`
-	Profile   string `yaml:"profile"`
+	Platform  string
+	Workspace string
+	Channel   string
+	Profile   string
 }
 
 // Matches reports whether conv falls under r.
@@ -91,19 +94,19 @@ func (r Route) Matches(conv core.ConversationKey) bool {
 type Presenter struct {
 	// PlaceholderDelay is how long to wait for output before posting a
 	// "thinking…" placeholder; 0 means never post one.
-	PlaceholderDelay time.Duration `yaml:"placeholder_delay"`
+	PlaceholderDelay time.Duration
 	// Thinking is ThinkingShow or ThinkingHide.
-	Thinking string `yaml:"thinking"`
+	Thinking string
 	// UsageFooter appends the turn's token usage to the final reply.
-	UsageFooter bool `yaml:"usage_footer"`
+	UsageFooter bool
 	// MinEditInterval is a floor on top of the platform's own edit cadence.
-	MinEditInterval time.Duration `yaml:"min_edit_interval"`
+	MinEditInterval time.Duration
 }
 
 // Log configures the root logger.
 type Log struct {
-	Level  string `yaml:"level"`  // debug, info, warn or error
-	Format string `yaml:"format"` // FormatText or FormatJSON
+	Level  string // debug, info, warn or error
+	Format string // FormatText or FormatJSON
 }
 
 // SlogLevel returns Level as a slog.Level.
@@ -122,60 +125,38 @@ func (l Log) SlogLevel() slog.Level {
 // Metrics configures the optional metrics and health listener.
 type Metrics struct {
 	// Listen is the host:port serving /metrics and /healthz; empty is off.
-	Listen string `yaml:"listen"`
+	Listen string
 }
 
 // Access lists who may use the bot on one platform. Everything is denied
-// unless listed.
+// unless listed; the engine applies the rule (core/engine).
 type Access struct {
 	// AllowUsers are user ids that may use the bot; "*" allows anyone.
-	AllowUsers []string `yaml:"allow_users"`
+	AllowUsers []string
 	// AllowChats are chat ids whose members may all use the bot; "*"
 	// allows any chat.
-	AllowChats []string `yaml:"allow_chats"`
+	AllowChats []string
 	// Approvers are user ids that may answer anyone's permission prompts.
 	// There is no wildcard.
-	Approvers []string `yaml:"approvers"`
-}
-
-// AllowsUser reports whether userID is listed in AllowUsers, or AllowUsers
-// holds "*". An empty id is never allowed.
-func (a Access) AllowsUser(userID string) bool { return allows(a.AllowUsers, userID) }
-
-// AllowsChat reports whether chatID is listed in AllowChats, or AllowChats
-// holds "*". An empty id is never allowed.
-func (a Access) AllowsChat(chatID string) bool { return allows(a.AllowChats, chatID) }
-
-// IsApprover reports whether userID is listed in Approvers. "*" is not a
-// wildcard here: letting anyone approve anyone's tool use would defeat the
-// prompt.
-func (a Access) IsApprover(userID string) bool {
-	return userID != "" && userID != Wildcard && slices.Contains(a.Approvers, userID)
+	Approvers []string
 }
 
 // Wildcard in AllowUsers or AllowChats matches any id.
 const Wildcard = "*"
 
-func allows(list []string, id string) bool {
-	if id == "" {
-		return false
-	}
-	return slices.Contains(list, Wildcard) || slices.Contains(list, id)
-}
-
 // Platform holds the settings every chat platform has.
 type Platform struct {
-	Enabled bool `yaml:"enabled"`
+	Enabled bool
 	// APIURL overrides the platform's API base URL (tests, proxies,
 	// self-hosted servers); empty means the public API.
-	APIURL string `yaml:"api_url"`
+	APIURL string
 	// SessionScope says which part of a conversation a session is bound to.
-	SessionScope core.SessionScope `yaml:"session_scope"`
+	SessionScope core.SessionScope
 	// CommandPrefix starts a bridge command, such as "!" in "!new".
-	CommandPrefix string `yaml:"command_prefix"`
+	CommandPrefix string
 	// MaxFileBytes is the largest attachment the bridge downloads.
-	MaxFileBytes int64 `yaml:"max_file_bytes"`
-	Access       `yaml:",inline"`
+	MaxFileBytes int64
+	Access
 }
 
 // Enabled returns the accounts whose section turns them on.

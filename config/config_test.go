@@ -567,41 +567,6 @@ routes:
 	}
 }
 
-func TestAccess(t *testing.T) {
-	tests := []struct {
-		name     string
-		access   config.Access
-		id       string
-		user     bool
-		chat     bool
-		approver bool
-	}{
-		{"empty denies", config.Access{}, "U1", false, false, false},
-		{"listed", config.Access{AllowUsers: []string{"U1"}, AllowChats: []string{"U1"}, Approvers: []string{"U1"}}, "U1", true, true, true},
-		{"other id", config.Access{AllowUsers: []string{"U1"}, AllowChats: []string{"C1"}, Approvers: []string{"U1"}}, "U2", false, false, false},
-		{"wildcard", config.Access{AllowUsers: []string{"*"}, AllowChats: []string{"*"}, Approvers: []string{"*"}}, "U7", true, true, false},
-		{"empty id never allowed", config.Access{AllowUsers: []string{"*", ""}, AllowChats: []string{"*"}, Approvers: []string{""}}, "", false, false, false},
-		{"wildcard id is not an approver", config.Access{Approvers: []string{"*"}}, "*", false, false, false},
-		{"case matters", config.Access{AllowUsers: []string{"u1"}}, "U1", false, false, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := [3]bool{tt.access.AllowsUser(tt.id), tt.access.AllowsChat(tt.id), tt.access.IsApprover(tt.id)}
-			if want := [3]bool{tt.user, tt.chat, tt.approver}; got != want {
-				t.Errorf("AllowsUser, AllowsChat, IsApprover(%q) = %v, want %v", tt.id, got, want)
-			}
-		})
-	}
-	// config.Access is embedded, so a platform section answers directly.
-	cfg, err := parse([]byte(head+"telegram:\n  allow_users: [111]\n  approvers: [222]\n"), "c.yaml", env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !telegramOf(cfg).AllowsUser("111") || telegramOf(cfg).AllowsUser("222") || !telegramOf(cfg).IsApprover("222") {
-		t.Errorf("telegram access %+v answers wrongly", telegramOf(cfg).Access)
-	}
-}
-
 // Real-looking tokens; none may ever show in an error or in formatted output.
 const (
 	slackBot   = "xoxb-2712345678-7712345678901-AbCdEfGhIjKlMnOpQrStUvWx"
