@@ -1,6 +1,8 @@
 package core
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"strings"
 )
@@ -22,6 +24,36 @@ func (k ConversationKey) String() string {
 		parts = append(parts, k.Thread)
 	}
 	return strings.Join(parts, ":")
+}
+
+// Slug names the key in a form that is stable across restarts and safe as
+// a container, volume or Kubernetes object name (RFC 1123 label: lowercase
+// letters, digits and '-'): the platform name, '-', and 16 hex digits of a
+// SHA-256 of the whole key, e.g. "slack-3f0c9a12b4e6d871". It gives away
+// no platform id. The profile placeholder {{AGENTBRIDGE_CONVERSATION_ID}}
+// expands to it.
+func (k ConversationKey) Slug() string {
+	h := sha256.New()
+	for _, f := range []string{k.Platform, k.Workspace, k.Channel, k.Thread} {
+		h.Write([]byte(f))
+		h.Write([]byte{0}) // keeps ("ab", "c") and ("a", "bc") apart
+	}
+	prefix := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return -1
+	}, k.Platform)
+	if len(prefix) > 16 {
+		prefix = prefix[:16]
+	}
+	if prefix == "" {
+		prefix = "conv"
+	}
+	return prefix + "-" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // LogValue logs the key as a group of its fields.

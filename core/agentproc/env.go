@@ -16,9 +16,12 @@ var infraVars = []string{
 }
 
 // placeholders holds the values of {{PROFILE_DIR}}, {{SESSION_ID}} and
-// {{SESSION_NAME}} for one turn (F-PH-1).
+// {{SESSION_NAME}} for one turn (F-PH-1), and of this bridge's one
+// extension, {{AGENTBRIDGE_CONVERSATION_ID}} (spec/protocol.md). Any other
+// {{NAME}} stays literal, so a standard profile means the same here as
+// under any AgentProc bridge.
 type placeholders struct {
-	profileDir, sessionID, sessionName string
+	profileDir, sessionID, sessionName, conversationID string
 }
 
 func (ph placeholders) lookup(name string) (string, bool) {
@@ -29,6 +32,8 @@ func (ph placeholders) lookup(name string) (string, bool) {
 		return ph.sessionID, true
 	case "SESSION_NAME":
 		return ph.sessionName, true
+	case "AGENTBRIDGE_CONVERSATION_ID": // bridge extension
+		return ph.conversationID, true
 	}
 	return "", false
 }

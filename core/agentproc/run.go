@@ -70,7 +70,7 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 	if sessionName == "" {
 		sessionName = "default"
 	}
-	ph := placeholders{profileDir: p.Dir(), sessionID: t.SessionID, sessionName: sessionName}
+	ph := placeholders{profileDir: p.Dir(), sessionID: t.SessionID, sessionName: sessionName, conversationID: t.ConversationID}
 	argv, cwd := p.expand(ph)
 	command := argv[0]
 	env := childEnv(p, bridge, ph, cwd, log)

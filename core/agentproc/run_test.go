@@ -201,6 +201,38 @@ func TestPlaceholdersAndCwd(t *testing.T) {
 	}
 }
 
+// TestConversationPlaceholder: the bridge extension
+// {{AGENTBRIDGE_CONVERSATION_ID}} expands in args, cwd and env to the
+// turn's ConversationID, "" without one; a placeholder no spec defines
+// stays literal, so standard profiles mean the same as elsewhere.
+func TestConversationPlaceholder(t *testing.T) {
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	if err := os.Mkdir(filepath.Join(dir, "slack-0123456789abcdef"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := agentProfile(t, "echo", map[string]string{"WS": "ws-{{AGENTBRIDGE_CONVERSATION_ID}}"})
+	p.Path = filepath.Join(dir, "agent.yaml")
+	p.Cwd = "{{AGENTBRIDGE_CONVERSATION_ID}}"
+	p.Args = []string{"--workspace={{AGENTBRIDGE_CONVERSATION_ID}}", "{{AGENTBRIDGE_TURN}}"}
+	r := echo(t, p, Turn{Message: "m", ConversationID: "slack-0123456789abcdef"}, Options{})
+	if diff := cmp.Diff([]string{"--workspace=slack-0123456789abcdef", "{{AGENTBRIDGE_TURN}}"}, r.Args); diff != "" {
+		t.Errorf("argv[1:] (-want +got):\n%s", diff)
+	}
+	if want := filepath.Join(dir, "slack-0123456789abcdef"); r.Cwd != want {
+		t.Errorf("cwd = %q, want %q", r.Cwd, want)
+	}
+	if !slices.Contains(r.Env, "WS=ws-slack-0123456789abcdef") {
+		t.Errorf("env %q lacks WS=ws-slack-0123456789abcdef", r.Env)
+	}
+
+	p.Cwd = ""
+	r = echo(t, p, Turn{Message: "m"}, Options{})
+	if r.Args[0] != "--workspace=" || !slices.Contains(r.Env, "WS=ws-") {
+		t.Errorf("without a conversation: args %q env %q; want it expanded to empty", r.Args, r.Env)
+	}
+}
+
 // TestStdinClosedWithoutPermission: P-STDIN-1, the agent reads to EOF.
 func TestStdinClosedWithoutPermission(t *testing.T) {
 	p := agentProfile(t, "stdin-eof", nil)

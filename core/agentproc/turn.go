@@ -30,7 +30,12 @@ type Turn struct {
 	Message     string
 	SessionID   string // previous turn's agent session id; "" = new session
 	SessionName string // "" → "default"
-	Attachments []Attachment
+	// ConversationID is the value of the bridge extension placeholder
+	// {{AGENTBRIDGE_CONVERSATION_ID}}: a stable name of the conversation
+	// the turn belongs to (core.ConversationKey.Slug), "" when there is
+	// none (agentbridge run). It is not part of the turn line.
+	ConversationID string
+	Attachments    []Attachment
 }
 
 // turnLine is the stdin turn object (P-TURN-1).

@@ -183,10 +183,11 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	idle := watchIdle(s.IdleTimeout, stopRun)
 	defer idle.close()
 	out, err := agentproc.Run(runCtx, prof, agentproc.Turn{
-		Message:     m.Text,
-		SessionID:   saver.known,
-		SessionName: sessName,
-		Attachments: atts,
+		Message:        m.Text,
+		SessionID:      saver.known,
+		SessionName:    sessName,
+		ConversationID: t.key.Slug(), // the lane's key: one workspace per session scope
+		Attachments:    atts,
 	}, agentproc.Options{
 		Log:     log,
 		Environ: e.opts.Environ,
