@@ -30,6 +30,7 @@ usage:
   agentbridge serve --config FILE                    run the configured chat adapters
   agentbridge validate CONFIG                        check a config file and exit
   agentbridge shim NAME [ARGS]                       run an agent CLI as an AgentProc agent (profiles use this)
+  agentbridge isolate RUNTIME [flags] -- ARGS        run a turn's agent in a container or pod (profiles use this)
   agentbridge health [URL]                           probe a running serve's /healthz (exit 0 when healthy)
   agentbridge version                                print the version
 
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdShim(ctx, rest, stdin, stdout, stderr)
 	case "health":
 		return cmdHealth(ctx, rest, stdin, stdout, stderr)
+	case "isolate":
+		return cmdIsolate(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "agentbridge", buildVersion())
 		return nil
