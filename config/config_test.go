@@ -864,3 +864,49 @@ routes:
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
+
+// TestAccountsCannotShare: two enabled accounts of a platform with one
+// token, or two listeners on one address, are errors naming both places
+// and never the token.
+func TestAccountsCannotShare(t *testing.T) {
+	file := head + `metrics: {listen: "127.0.0.1:3000"}
+telegram:
+  enabled: true
+  token: ${TG}
+  mode: webhook
+  webhook_url: https://example.com/a
+  webhook_listen: "127.0.0.1:8443"
+  webhook_secret: s1
+telegram/work:
+  enabled: true
+  token: ${TG}
+  mode: webhook
+  webhook_url: https://example.com/b
+  webhook_listen: "127.0.0.1:8443"
+  webhook_secret: s2
+slack:
+  enabled: true
+  bot_token: ${SB}
+  signing_secret: ${SS}
+  mode: events
+  events_listen: "127.0.0.1:3000"
+slack/other:
+  enabled: true
+  bot_token: ${SB2}
+  app_token: ${SA}
+discord/a:
+  token: ${TG}
+`
+	_, err := parse([]byte(file), "c.yaml", env(map[string]string{"TG": "123:SHARED-SECRET", "SB": "xoxb-1", "SB2": "xoxb-2", "SS": "s", "SA": "xapp-1"}))
+	want := []string{
+		"c.yaml:13: telegram/work.token: the same as telegram.token (line 6): each account needs its own",
+		"c.yaml:16: telegram/work.webhook_listen: the same address as telegram.webhook_listen (line 9): two listeners cannot share one",
+		"c.yaml:23: slack.events_listen: the same address as metrics.listen (line 3): two listeners cannot share one",
+	}
+	if diff := cmp.Diff(want, problems(t, err)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	if strings.Contains(err.Error(), "SHARED-SECRET") {
+		t.Errorf("a token in the errors: %v", err)
+	}
+}

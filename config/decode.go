@@ -21,15 +21,17 @@ import (
 // every problem instead of stopping at the first, so one run of
 // "agentbridge validate" shows them all.
 type decoder struct {
-	file   string
-	lookup func(string) (string, bool)
-	kinds  []Kind
-	errs   []*FieldError
-	warns  []*FieldError
-	lines  map[string]int       // YAML path → line of its key, for problems found after the walk
-	vars   map[string]expansion // secret and URL paths whose value referenced variables
-	needed map[string]bool      // paths a check already required
-	failed map[string]bool      // paths already reported, not to be reported again as missing
+	file    string
+	lookup  func(string) (string, bool)
+	kinds   []Kind
+	errs    []*FieldError
+	warns   []*FieldError
+	lines   map[string]int       // YAML path → line of its key, for problems found after the walk
+	vars    map[string]expansion // secret and URL paths whose value referenced variables
+	needed  map[string]bool      // paths a check already required
+	failed  map[string]bool      // paths already reported, not to be reported again as missing
+	listens map[string]string    // listen address → the path that claimed it
+	uniques map[string]string    // kind, key and value → the path that claimed it
 }
 
 // expansion records the variables one secret or URL field referenced, so
@@ -61,13 +63,15 @@ func parse(data []byte, path string, opts Options) (*Config, error) {
 		c.Path, dir = dir, filepath.Dir(dir)
 	}
 	d := &decoder{
-		file:   path,
-		lookup: opts.LookupEnv,
-		kinds:  opts.Platforms,
-		lines:  map[string]int{"": root.Line},
-		vars:   map[string]expansion{},
-		needed: map[string]bool{},
-		failed: map[string]bool{},
+		file:    path,
+		lookup:  opts.LookupEnv,
+		kinds:   opts.Platforms,
+		lines:   map[string]int{"": root.Line},
+		vars:    map[string]expansion{},
+		needed:  map[string]bool{},
+		failed:  map[string]bool{},
+		listens: map[string]string{},
+		uniques: map[string]string{},
 	}
 	d.root(root, &c)
 	d.validate(&c, dir)

@@ -123,6 +123,7 @@ func (f *Fields) URL(name string, dst *string) { f.add(name, f.d.url(dst)) }
 // the section's path.
 type Checker struct {
 	d       *decoder
+	kind    string
 	section string
 }
 
@@ -158,6 +159,24 @@ func (c *Checker) URL(key, v string) { c.d.checkURL(c.path(key), v) }
 // Listen fails v unless it is host:port, and returns the host.
 func (c *Checker) Listen(key, v string) (host string, ok bool) {
 	return c.d.checkListen(c.path(key), v)
+}
+
+// Unique fails key's value when another enabled account of the same
+// platform has the same one: a bot token, say, which two accounts cannot
+// both use (Telegram lets one poller fetch a bot's updates; two Slack
+// accounts on one app would answer everything twice). The value is never
+// quoted. Empty values are not compared.
+func (c *Checker) Unique(key, value string) {
+	if value == "" {
+		return
+	}
+	id := c.kind + "\x00" + key + "\x00" + value
+	p := c.path(key)
+	if first, taken := c.d.uniques[id]; taken {
+		c.d.fail(c.d.line(p), p, "the same as %s (line %d): each account needs its own", first, c.d.line(first))
+		return
+	}
+	c.d.uniques[id] = p
 }
 
 // accountName splits a section key into its kind and account: "telegram"

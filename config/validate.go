@@ -60,7 +60,7 @@ func (d *decoder) validate(c *Config, dir string) {
 	for _, a := range c.Accounts {
 		d.validatePlatform(a.Name, a.Section.Shared())
 		if a.Enabled() {
-			a.Section.Check(&Checker{d: d, section: a.Name})
+			a.Section.Check(&Checker{d: d, kind: a.Kind.Name, section: a.Name})
 			d.optionalVars(a.Name)
 		}
 	}
@@ -201,7 +201,9 @@ func (d *decoder) checkURL(path, v string) {
 	}
 }
 
-// checkListen fails v unless it is host:port, and returns the host.
+// checkListen fails v unless it is host:port, and returns the host. Two
+// listeners on one address (two accounts' webhooks, say) are an error: the
+// second could never bind. Port 0 picks a free port each time.
 func (d *decoder) checkListen(path, v string) (string, bool) {
 	host, port, err := net.SplitHostPort(v)
 	if err != nil {
@@ -211,6 +213,13 @@ func (d *decoder) checkListen(path, v string) (string, bool) {
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		d.fail(d.line(path), path, "port must be a number from 0 to 65535, got %s", quoteShort(port))
 		return "", false
+	}
+	if port != "0" {
+		if first, taken := d.listens[v]; taken {
+			d.fail(d.line(path), path, "the same address as %s (line %d): two listeners cannot share one", first, d.line(first))
+			return "", false
+		}
+		d.listens[v] = path
 	}
 	return host, true
 }

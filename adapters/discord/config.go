@@ -44,7 +44,9 @@ func (c *Config) Declare(f *config.Fields) {
 
 // Check implements config.Section.
 func (c *Config) Check(v *config.Checker) {
-	v.Need("token", !c.Token.IsZero(), "when "+v.Section()+" is enabled")
+	if v.Need("token", !c.Token.IsZero(), "when "+v.Section()+" is enabled") {
+		v.Unique("token", c.Token.Reveal())
+	}
 }
 
 // fromConfig builds the adapter of one section. It keeps no cursor: the

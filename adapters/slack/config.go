@@ -55,9 +55,12 @@ func (c *Config) Declare(f *config.Fields) {
 func (c *Config) Check(v *config.Checker) {
 	// Swapped tokens are the classic Slack setup mistake; name the prefix,
 	// never the token.
-	if v.Need("bot_token", !c.BotToken.IsZero(), "when "+v.Section()+" is enabled") &&
-		strings.HasPrefix(c.BotToken.Reveal(), "xapp-") {
-		v.Fail("bot_token", "holds an app-level token (xapp-); bot_token takes the bot token (xoxb-)")
+	if v.Need("bot_token", !c.BotToken.IsZero(), "when "+v.Section()+" is enabled") {
+		if strings.HasPrefix(c.BotToken.Reveal(), "xapp-") {
+			v.Fail("bot_token", "holds an app-level token (xapp-); bot_token takes the bot token (xoxb-)")
+		} else {
+			v.Unique("bot_token", c.BotToken.Reveal())
+		}
 	}
 	switch c.Mode {
 	case ModeSocket:

@@ -54,7 +54,9 @@ func (c *Config) Declare(f *config.Fields) {
 
 // Check implements config.Section.
 func (c *Config) Check(v *config.Checker) {
-	v.Need("token", !c.Token.IsZero(), "when "+v.Section()+" is enabled")
+	if v.Need("token", !c.Token.IsZero(), "when "+v.Section()+" is enabled") {
+		v.Unique("token", c.Token.Reveal())
+	}
 	if c.Mode != ModeWebhook {
 		return
 	}
