@@ -27,7 +27,25 @@ type Message struct {
 	Text        string // plain text with the bot mention already removed
 	Attachments []Attachment
 	Time        time.Time // when the platform says it was sent; zero if unknown
+	// Reply, when set, answers the author privately in this conversation
+	// (a Slack ephemeral message). Core uses it for answers meant for the
+	// author alone (the refusal to a user who is not allowed); without it
+	// they are posted in the conversation.
+	Reply PrivateReply `json:"-"`
+	// Handled, when set, is called once core has handled the message on
+	// its conversation's intake (answered it, queued its turn or dropped
+	// it); answers that come later, from the turn's lane, come after. An
+	// adapter closes an interaction there (a Discord slash command's
+	// deferred response). It runs on the intake, so must not block long.
+	Handled func() `json:"-"`
 }
+
+// PrivateReply answers the author of one event where only they see it: a
+// Slack ephemeral message, a Telegram callback answer, a Discord ephemeral
+// follow-up. It is core's one way to answer privately. It must not block
+// for long (it runs on the conversation's intake) and may be called from
+// any goroutine.
+type PrivateReply func(text string)
 
 // Action is a press of a button that core put on a Post.
 type Action struct {
@@ -35,10 +53,12 @@ type Action struct {
 	From  User
 	Value string     // the opaque Button.Value core generated
 	Ref   MessageRef // the message the button is on
-	// Reply, when set, answers the press privately to the presser (an
-	// ephemeral notice or a callback answer). Adapters that acknowledge
-	// presses with a text set it; core calls it at most once.
-	Reply func(text string) `json:"-"`
+	// Reply, when set, answers the press privately to the presser. Core
+	// calls it exactly once for every action handed to it: with the answer,
+	// or with "" when it has nothing to say (or drops the press at
+	// shutdown), so an adapter that must acknowledge each press (Telegram's
+	// answerCallbackQuery) does it there; others ignore "".
+	Reply PrivateReply `json:"-"`
 }
 
 // ButtonStyle hints how a button is drawn.

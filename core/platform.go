@@ -27,12 +27,38 @@ type Limits struct {
 	EditWindow time.Duration
 }
 
-// Handler receives normalized events from a Platform. Methods may be called
-// concurrently and return quickly: core queues work per conversation and
-// never blocks an adapter's reader on a turn.
+// Handler receives normalized events from a Platform. Both methods only
+// put the event on its conversation's ordered intake and return at once, so
+// an adapter calls them plainly from its reader, in the order the platform
+// delivered the events: core handles each conversation's events in the
+// order of the calls (dedup, access, commands, notices, queueing), and
+// conversations never wait on each other. Methods may be called
+// concurrently; the order of concurrent calls is the order they get the
+// intake. ctx's values (not its cancellation) stay with the event while
+// core handles it.
 type Handler interface {
 	HandleMessage(ctx context.Context, m Message)
 	HandleAction(ctx context.Context, a Action)
+}
+
+// Drainer is implemented by the Handler core gives adapters. The channel
+// Draining returns is closed when the bridge begins to shut down. An
+// adapter whose platform keeps events the bridge has not taken for the next
+// instance stops taking new ones then (Telegram stops fetching updates;
+// Slack leaves new message envelopes unacknowledged, so they are
+// redelivered), instead of having core refuse them; events it handed over
+// before are still answered.
+type Drainer interface {
+	Draining() <-chan struct{}
+}
+
+// DrainSignal returns h's Draining channel, or nil (never ready) when h does
+// not implement Drainer.
+func DrainSignal(h Handler) <-chan struct{} {
+	if d, ok := h.(Drainer); ok {
+		return d.Draining()
+	}
+	return nil
 }
 
 // Platform is implemented by each chat adapter.
@@ -63,12 +89,6 @@ type Typer interface {
 // agent only ever sees the downloaded local file.
 type Downloader interface {
 	Download(ctx context.Context, a Attachment, w io.Writer, max int64) error
-}
-
-// Notifier is an optional Platform capability: a notice only user can see,
-// in conv (Slack ephemeral message, Discord ephemeral follow-up).
-type Notifier interface {
-	Notify(ctx context.Context, conv ConversationKey, user User, text string) error
 }
 
 // MessageFinalizer is an optional Platform capability for platforms that

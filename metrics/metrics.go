@@ -37,7 +37,7 @@ func New() *Metrics {
 		reg: prometheus.NewRegistry(),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentbridge_messages_total",
-			Help: "Incoming chat messages by what became of them (turn, command, duplicate, denied, busy, draining).",
+			Help: "Incoming chat messages by what became of them (turn, command, duplicate, denied, busy, overflow, draining).",
 		}, []string{"platform", "result"}),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentbridge_turns_total",

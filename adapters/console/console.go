@@ -56,7 +56,6 @@ const (
 )
 
 var _ core.Platform = (*Adapter)(nil)
-var _ core.Notifier = (*Adapter)(nil)
 
 // Options configures an Adapter. Zero fields take the defaults.
 type Options struct {
@@ -389,6 +388,9 @@ func (a *Adapter) Notify(ctx context.Context, conv core.ConversationKey, user co
 
 // reply answers a button press: Action.Reply.
 func (a *Adapter) reply(text string) {
+	if text == "" {
+		return // a press core had nothing to say about
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.freshLine()

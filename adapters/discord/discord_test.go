@@ -44,6 +44,12 @@ func (r *recorder) HandleMessage(ctx context.Context, m core.Message) {
 	if r.onMessage != nil {
 		r.onMessage(m)
 	}
+	// Like the engine, once the message is handled; recorded without
+	// the callbacks, which do not compare.
+	if m.Handled != nil {
+		m.Handled()
+	}
+	m.Handled, m.Reply = nil, nil
 	r.msgs <- m
 }
 func (r *recorder) HandleAction(ctx context.Context, a core.Action) {

@@ -11,61 +11,44 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 )
 
-// inbound turns gateway events into calls of the core handler. Messages
-// are handled in order per channel by a worker that lives while its
-// channel has work; interactions are acknowledged first, then handed over.
-// discordgo calls message and interaction synchronously (SyncEvents) from
-// its reader, so neither may block.
+// normalizeWait bounds the REST calls normalizing a message may make on the
+// gateway reader (a channel lookup the state cache missed, starting a
+// thread), so a slow one cannot hold every channel's events for long.
+const normalizeWait = 5 * time.Second
+
+// inbound turns gateway events into calls of the core handler. discordgo
+// calls message and interaction synchronously (SyncEvents) from its reader:
+// messages are handed to core there, in the order the gateway delivered
+// them (core only queues them); interactions must be acknowledged over
+// REST within 3 s, so each is acknowledged, then handed over, from a
+// goroutine of its own.
 type inbound struct {
 	ctx context.Context
 	a   *Adapter
 	h   core.Handler
 	wg  sync.WaitGroup
-
-	mu     sync.Mutex
-	queues map[string][]*discordgo.Message // pending, by channel; present while a worker runs
 }
 
 func newInbound(ctx context.Context, a *Adapter, h core.Handler) *inbound {
-	return &inbound{ctx: ctx, a: a, h: h, queues: map[string][]*discordgo.Message{}}
+	return &inbound{ctx: ctx, a: a, h: h}
 }
 
-// wait returns when every worker and interaction goroutine has finished.
+// wait returns when every interaction goroutine has finished.
 func (in *inbound) wait() { in.wg.Wait() }
 
-// message queues m on its channel's worker, starting one if needed.
+// message hands m to core.
 func (in *inbound) message(m *discordgo.Message) {
 	if m == nil || m.Author == nil || in.ctx.Err() != nil {
 		return
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	q, running := in.queues[m.ChannelID]
-	in.queues[m.ChannelID] = append(q, m)
-	if running {
+	ctx, cancel := context.WithTimeout(in.ctx, normalizeWait)
+	msg, ok := in.a.normalize(ctx, m)
+	cancel()
+	if !ok {
 		return
 	}
-	in.wg.Go(func() { in.work(m.ChannelID) })
-}
-
-// work delivers channel's queued messages in order until none is left.
-func (in *inbound) work(channel string) {
-	for {
-		in.mu.Lock()
-		q := in.queues[channel]
-		if len(q) == 0 || in.ctx.Err() != nil {
-			delete(in.queues, channel)
-			in.mu.Unlock()
-			return
-		}
-		m := q[0]
-		in.queues[channel] = q[1:]
-		in.mu.Unlock()
-		if msg, ok := in.a.normalize(in.ctx, m); ok {
-			in.a.noteUserMsg(m.ID, m.ChannelID)
-			in.h.HandleMessage(in.ctx, msg)
-		}
-	}
+	in.a.noteUserMsg(m.ID, m.ChannelID)
+	in.h.HandleMessage(in.ctx, msg)
 }
 
 // interaction acknowledges a button press within Discord's 3 s (a deferred
@@ -117,6 +100,9 @@ func (a *Adapter) action(ctx context.Context, i *discordgo.Interaction) (core.Ac
 		Value: i.MessageComponentData().CustomID,
 		Ref:   core.MessageRef{Conv: conv, ID: i.Message.ID},
 		Reply: func(text string) {
+			if text == "" {
+				return // nothing to say: the press was acknowledged
+			}
 			// An ephemeral follow-up: only the presser sees it.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()

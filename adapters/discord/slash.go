@@ -231,20 +231,24 @@ func (in *inbound) slashCommand(i *discordgo.Interaction) {
 		return
 	}
 	r := &slashReply{i: i, conv: conv}
+	msg.Handled = func() {
+		if !r.take() {
+			return
+		}
+		// The engine answers later (a command that waits for the running
+		// turn) or not at all (stop lets the turn say "Stopped."): replace
+		// "thinking…" with where the answer will be.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(in.ctx), 10*time.Second)
+		defer cancel()
+		ack := "Sent " + escapePlain(text) + " to the bridge; its answer follows in this channel."
+		if _, err := a.sess.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &ack, AllowedMentions: noMentions()},
+			discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false)); err != nil {
+			a.log.Warn("acknowledging a slash command failed", "conv", conv, "err", a.translate("edit interaction response", err))
+		}
+	}
+	// The engine's first notice while handling msg (its ctx carries r)
+	// becomes the response; Handled closes it otherwise.
 	in.h.HandleMessage(context.WithValue(in.ctx, slashKey{}, r), msg)
-	if !r.take() {
-		return
-	}
-	// The engine answers later (a command that waits for the running
-	// turn) or not at all (stop lets the turn say "Stopped."): replace
-	// "thinking…" with where the answer will be.
-	ctx, cancel2 := context.WithTimeout(context.WithoutCancel(in.ctx), 10*time.Second)
-	defer cancel2()
-	ack := "Sent " + escapePlain(text) + " to the bridge; its answer follows in this channel."
-	if _, err := a.sess.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &ack, AllowedMentions: noMentions()},
-		discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false)); err != nil {
-		a.log.Warn("acknowledging a slash command failed", "conv", conv, "err", a.translate("edit interaction response", err))
-	}
 }
 
 // slashText reads "/agent SUB [name:ARG]" from an interaction: the bridge

@@ -14,6 +14,8 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
+
+	"github.com/agentbridge/agentbridge/core"
 )
 
 // maxEventBody bounds an Events API request body.
@@ -21,7 +23,7 @@ const maxEventBody = 1 << 20
 
 // runEvents serves the Events API (and interactivity) over HTTP on
 // EventsListen until ctx ends.
-func (a *Adapter) runEvents(ctx context.Context, d *dispatcher) error {
+func (a *Adapter) runEvents(ctx context.Context, h core.Handler) error {
 	ln := a.opts.EventsListener
 	if ln == nil {
 		var err error
@@ -30,7 +32,7 @@ func (a *Adapter) runEvents(ctx context.Context, d *dispatcher) error {
 		}
 	}
 	srv := &http.Server{
-		Handler:           a.eventsHandler(ctx, d),
+		Handler:           a.eventsHandler(ctx, h),
 		ReadHeaderTimeout: 5 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
@@ -50,9 +52,11 @@ func (a *Adapter) runEvents(ctx context.Context, d *dispatcher) error {
 }
 
 // eventsHandler verifies each request's signature (HMAC with the signing
-// secret over the timestamp and raw body; stale timestamps refused), answers
-// at once and hands the event on from a goroutine.
-func (a *Adapter) eventsHandler(ctx context.Context, d *dispatcher) http.Handler {
+// secret over the timestamp and raw body; stale timestamps refused),
+// answers and hands the event to h. While h drains, Events API callbacks
+// (messages) are answered 503, so Slack retries them later (with
+// X-Slack-Retry-Num), when the next instance may be up.
+func (a *Adapter) eventsHandler(ctx context.Context, h core.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -69,7 +73,7 @@ func (a *Adapter) eventsHandler(ctx context.Context, d *dispatcher) http.Handler
 			return
 		}
 		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
-			a.formRequest(ctx, d, w, body)
+			a.formRequest(ctx, h, w, body)
 			return
 		}
 		ea, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
@@ -90,10 +94,14 @@ func (a *Adapter) eventsHandler(ctx context.Context, d *dispatcher) http.Handler
 			if cb != nil {
 				id = cb.EventID
 			}
+			if draining(h) {
+				http.Error(w, "draining", http.StatusServiceUnavailable)
+				return
+			}
 			// X-Slack-Retry-Num redeliveries carry the same event_id and are
 			// dropped by eventsAPI's dedup; answer 200 so Slack stops.
 			w.WriteHeader(http.StatusOK)
-			a.eventsAPI(ctx, d, ea, id)
+			a.eventsAPI(ctx, h, ea, id)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
@@ -117,7 +125,7 @@ func (a *Adapter) verify(h http.Header, body []byte) error {
 
 // formRequest handles interactivity (payload=…) and slash commands, which
 // Slack posts form-encoded.
-func (a *Adapter) formRequest(ctx context.Context, d *dispatcher, w http.ResponseWriter, body []byte) {
+func (a *Adapter) formRequest(ctx context.Context, h core.Handler, w http.ResponseWriter, body []byte) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
@@ -130,7 +138,7 @@ func (a *Adapter) formRequest(ctx context.Context, d *dispatcher, w http.Respons
 			return
 		}
 		w.WriteHeader(http.StatusOK)
-		a.interaction(ctx, d, cb)
+		a.interaction(ctx, h, cb)
 		return
 	}
 	if form.Get("command") != "" {
@@ -138,7 +146,7 @@ func (a *Adapter) formRequest(ctx context.Context, d *dispatcher, w http.Respons
 			UserID: form.Get("user_id"), UserName: form.Get("user_name"), Command: form.Get("command"),
 			Text: form.Get("text"), TriggerID: form.Get("trigger_id")}
 		w.WriteHeader(http.StatusOK)
-		a.slashCommand(ctx, d, cmd)
+		a.slashCommand(ctx, h, cmd)
 		return
 	}
 	http.Error(w, "unknown request", http.StatusBadRequest)

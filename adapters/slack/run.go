@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -18,8 +17,12 @@ import (
 )
 
 // Run authenticates, then receives events over the configured transport
-// until ctx ends. Every envelope is acknowledged before it is handed to h,
-// from a goroutine Run waits for before it returns.
+// until ctx ends. Every envelope is acknowledged, then handed to h on the
+// reader, in the order Slack delivered them (h only queues them). Once h
+// reports draining (core.Drainer), message events are left unacknowledged
+// so that Slack delivers them again, to the next instance; button presses
+// (they answer turns still running) and slash commands (Slack does not
+// redeliver them) are still taken.
 func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	if err := a.authenticate(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -27,34 +30,25 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		}
 		return err
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	d := &dispatcher{a: a, h: h, wg: &wg}
 	if a.opts.Mode == ModeEvents {
-		return a.runEvents(ctx, d)
+		return a.runEvents(ctx, h)
 	}
-	return a.runSocket(ctx, d)
+	return a.runSocket(ctx, h)
 }
 
-// dispatcher hands normalized events to the handler without blocking the
-// reader.
-type dispatcher struct {
-	a  *Adapter
-	h  core.Handler
-	wg *sync.WaitGroup
-}
-
-func (d *dispatcher) message(ctx context.Context, m core.Message) {
-	d.wg.Go(func() { d.h.HandleMessage(ctx, m) })
-}
-
-func (d *dispatcher) action(ctx context.Context, act core.Action) {
-	d.wg.Go(func() { d.h.HandleAction(ctx, act) })
+// draining reports whether h has begun to drain.
+func draining(h core.Handler) bool {
+	select {
+	case <-core.DrainSignal(h):
+		return true
+	default:
+		return false
+	}
 }
 
 // runSocket runs a Socket Mode connection; slack-go reconnects it with
 // backoff and jitter on drops, ping timeouts and disconnect envelopes.
-func (a *Adapter) runSocket(ctx context.Context, d *dispatcher) error {
+func (a *Adapter) runSocket(ctx context.Context, h core.Handler) error {
 	sm := socketmode.New(a.api, socketmode.OptionPingInterval(a.opts.PingInterval))
 	smCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -63,7 +57,7 @@ func (a *Adapter) runSocket(ctx context.Context, d *dispatcher) error {
 	for {
 		select {
 		case evt := <-sm.Events:
-			a.socketEvent(ctx, sm, d, evt)
+			a.socketEvent(ctx, sm, h, evt)
 		case err := <-errc:
 			if ctx.Err() != nil {
 				return nil
@@ -76,8 +70,10 @@ func (a *Adapter) runSocket(ctx context.Context, d *dispatcher) error {
 	}
 }
 
-// socketEvent acks one Socket Mode event and dispatches it.
-func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, d *dispatcher, evt socketmode.Event) {
+// socketEvent acks one Socket Mode event and hands it to h. While h drains,
+// Events API envelopes (messages) are left unacknowledged: Slack redelivers
+// them (with retry_attempt) to whichever connection takes them next.
+func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, h core.Handler, evt socketmode.Event) {
 	ack := func() {
 		if evt.Request == nil || evt.Request.EnvelopeID == "" {
 			return
@@ -86,8 +82,20 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, d *dis
 			a.log.WarnContext(ctx, "slack: ack failed", "envelope", evt.Request.EnvelopeID, "err", a.scrub(err))
 		}
 	}
+	held := func() bool {
+		if !draining(h) {
+			return false
+		}
+		if evt.Request != nil {
+			a.log.DebugContext(ctx, "draining; envelope left for redelivery", "envelope", evt.Request.EnvelopeID)
+		}
+		return true
+	}
 	switch evt.Type {
 	case socketmode.EventTypeEventsAPI:
+		if held() {
+			return
+		}
 		ack()
 		ea, ok := evt.Data.(slackevents.EventsAPIEvent)
 		if !ok {
@@ -97,16 +105,18 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, d *dis
 		if cb, ok := ea.Data.(*slackevents.EventsAPICallbackEvent); ok {
 			eventID = cb.EventID
 		}
-		a.eventsAPI(ctx, d, ea, eventID)
+		a.eventsAPI(ctx, h, ea, eventID)
 	case socketmode.EventTypeInteractive:
 		ack()
 		if cb, ok := evt.Data.(slackapi.InteractionCallback); ok {
-			a.interaction(ctx, d, cb)
+			a.interaction(ctx, h, cb)
 		}
 	case socketmode.EventTypeSlashCommand:
+		// Not held: Slack does not redeliver slash commands, and the
+		// engine still answers commands while draining.
 		ack()
 		if cmd, ok := evt.Data.(slackapi.SlashCommand); ok {
-			a.slashCommand(ctx, d, cmd)
+			a.slashCommand(ctx, h, cmd)
 		}
 	case socketmode.EventTypeErrorBadMessage:
 		// slack-go does not ack envelopes it cannot parse; Slack would
@@ -130,7 +140,7 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, d *dis
 }
 
 // eventsAPI normalizes one Events API callback (from either transport).
-func (a *Adapter) eventsAPI(ctx context.Context, d *dispatcher, ea slackevents.EventsAPIEvent, eventID string) {
+func (a *Adapter) eventsAPI(ctx context.Context, h core.Handler, ea slackevents.EventsAPIEvent, eventID string) {
 	if eventID != "" && !a.recent.add("event:"+ea.TeamID+":"+eventID) {
 		return // a redelivery of an envelope already handled
 	}
@@ -164,7 +174,7 @@ func (a *Adapter) eventsAPI(ctx context.Context, d *dispatcher, ea slackevents.E
 	if !ok {
 		return
 	}
-	d.message(ctx, m)
+	h.HandleMessage(ctx, m)
 }
 
 // inbound is a message event before normalization.
@@ -245,6 +255,8 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 		m.Attachments = append(m.Attachments, core.Attachment{Kind: kind, Name: f.Name, MIME: f.Mimetype,
 			Size: int64(f.Size), Source: f.ID})
 	}
+	// Answers meant for the author alone (a refusal) are ephemeral.
+	m.Reply = a.privateReply(ctx, conv, m.From)
 	a.noteRequester(conv, in.user)
 	return m, true
 }
@@ -323,7 +335,7 @@ func (a *Adapter) inThread(ctx context.Context, conv core.ConversationKey) bool 
 }
 
 // interaction turns a button press into a core action.
-func (a *Adapter) interaction(ctx context.Context, d *dispatcher, cb slackapi.InteractionCallback) {
+func (a *Adapter) interaction(ctx context.Context, h core.Handler, cb slackapi.InteractionCallback) {
 	if cb.Type != slackapi.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
 		return
 	}
@@ -352,25 +364,31 @@ func (a *Adapter) interaction(ctx context.Context, d *dispatcher, cb slackapi.In
 			continue
 		}
 		user := core.User{ID: cb.User.ID, Name: cb.User.Name}
-		var once sync.Once
-		act := core.Action{
+		h.HandleAction(ctx, core.Action{
 			Conv: conv, From: user, Value: ba.Value,
-			Ref: core.MessageRef{Conv: conv, ID: msgTS},
-			Reply: func(text string) {
-				once.Do(func() {
-					if err := a.Notify(context.WithoutCancel(ctx), conv, user, text); err != nil {
-						a.log.WarnContext(ctx, "slack: private reply failed", "conv", conv, "err", err)
-					}
-				})
-			},
+			Ref:   core.MessageRef{Conv: conv, ID: msgTS},
+			Reply: a.privateReply(ctx, conv, user),
+		})
+	}
+}
+
+// privateReply answers user with an ephemeral message in conv: core's
+// private answers (a refusal, an answer to a press). The "" a press gets
+// when core has nothing to say needs no answer: the press was acked.
+func (a *Adapter) privateReply(ctx context.Context, conv core.ConversationKey, user core.User) core.PrivateReply {
+	return func(text string) {
+		if text == "" {
+			return
 		}
-		d.action(ctx, act)
+		if err := a.Notify(context.WithoutCancel(ctx), conv, user, text); err != nil {
+			a.log.WarnContext(ctx, "private reply failed", "conv", conv, "err", err)
+		}
 	}
 }
 
 // slashCommand delivers a registered slash command ("/agent new") as a
 // message, so the engine handles it like typed text.
-func (a *Adapter) slashCommand(ctx context.Context, d *dispatcher, cmd slackapi.SlashCommand) {
+func (a *Adapter) slashCommand(ctx context.Context, h core.Handler, cmd slackapi.SlashCommand) {
 	team := cmd.TeamID
 	if team == "" {
 		team, _, _ = a.identity()
@@ -378,11 +396,13 @@ func (a *Adapter) slashCommand(ctx context.Context, d *dispatcher, cmd slackapi.
 	text := strings.TrimSpace(cmd.Text)
 	text = a.asCommand(text, true)
 	conv := core.ConversationKey{Platform: a.opts.Name, Workspace: team, Channel: cmd.ChannelID}
-	d.message(ctx, core.Message{
-		Conv: conv,
-		ID:   "cmd:" + cmd.TriggerID,
-		From: core.User{ID: cmd.UserID, Name: cmd.UserName},
-		Text: text,
-		Time: time.Now(),
+	from := core.User{ID: cmd.UserID, Name: cmd.UserName}
+	h.HandleMessage(ctx, core.Message{
+		Conv:  conv,
+		ID:    "cmd:" + cmd.TriggerID,
+		From:  from,
+		Text:  text,
+		Time:  time.Now(),
+		Reply: a.privateReply(ctx, conv, from),
 	})
 }

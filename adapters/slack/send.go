@@ -31,8 +31,9 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 		opts = append(opts, slackapi.MsgOptionTS(to.Thread))
 	}
 	// chat.postMessage allows about one message a second per channel, with
-	// short bursts. Posts wait their turn instead of failing: notices and
-	// prompts are sent once and not retried.
+	// short bursts: posts wait for the channel's budget. That paces calls;
+	// a refusal Slack returns anyway goes back to the caller, which retries
+	// (the engine for notices, the presenter for replies).
 	if err := a.postLimiter(to.Channel).Wait(ctx); err != nil {
 		return core.MessageRef{}, fmt.Errorf("slack chat.postMessage: %w", err)
 	}

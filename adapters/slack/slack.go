@@ -126,7 +126,6 @@ type budget struct {
 var (
 	_ core.Platform         = (*Adapter)(nil)
 	_ core.Typer            = (*Adapter)(nil)
-	_ core.Notifier         = (*Adapter)(nil)
 	_ core.Downloader       = (*Adapter)(nil)
 	_ core.MessageFinalizer = (*Adapter)(nil)
 )

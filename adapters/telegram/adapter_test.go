@@ -456,7 +456,11 @@ func TestCallbackQueries(t *testing.T) {
 		a, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Reply" }, cmp.Ignore())); d != "" {
 		t.Errorf("action (-want +got):\n%s", d)
 	}
-	// Core did not reply: the press is answered silently.
+	// Core has nothing to say (Reply("")): the press is answered silently.
+	if n := len(e.fake.Calls("answerCallbackQuery")); n != 0 {
+		t.Errorf("answered %d times before core's Reply", n)
+	}
+	a.Reply("")
 	e.waitFor("answer", func() bool { return len(e.fake.Calls("answerCallbackQuery")) == 1 })
 	if c := e.fake.Calls("answerCallbackQuery")[0]; c.Form.Get("callback_query_id") != "cb1" || c.Form.Get("text") != "" {
 		t.Errorf("answer = %v", c.Form)

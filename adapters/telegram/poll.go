@@ -25,9 +25,12 @@ const (
 
 // Run registers the bot's commands, then long-polls getUpdates (or, in
 // webhook mode, serves Telegram's deliveries; see runWebhook) and hands
-// each update to h until ctx ends. Updates of one chat are handed over in
-// order; the stored offset moves past a batch only after every update in it
-// was handed to core. It returns nil when ctx ends, and an error only when
+// each update to h, in order, until ctx ends (h only queues them). The
+// stored offset moves past a batch only after every update in it was handed
+// to core. Once h drains (core.Drainer) Run fetches no more updates and
+// leaves the offset where it is, so Telegram keeps the rest for the next
+// instance; a batch that arrives as draining begins is left to it too. It
+// returns nil when ctx ends, and an error only when
 // Telegram rejects the token (401) or another poller or a webhook holds it
 // (409); both are marked core.ErrFatal.
 func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
@@ -58,10 +61,27 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		return fmt.Errorf("telegram: load update offset: %w", err)
 	}
 	a.log.InfoContext(ctx, "telegram polling", "bot", a.self.UserName, "offset", offset)
+	// fetch ends when draining begins: the poll in flight is abandoned.
+	fetch, stopFetch := context.WithCancel(ctx)
+	defer stopFetch()
+	if drain := core.DrainSignal(h); drain != nil {
+		go func() {
+			select {
+			case <-drain:
+				stopFetch()
+			case <-fetch.Done():
+			}
+		}()
+	}
 	backoff := minBackoff
 	for {
-		updates, err := a.getUpdates(ctx, offset)
+		updates, err := a.getUpdates(fetch, offset)
 		if ctx.Err() != nil {
+			return nil
+		}
+		if fetch.Err() != nil {
+			a.log.InfoContext(ctx, "draining; updates from now on are left for the next instance", "offset", offset)
+			<-ctx.Done()
 			return nil
 		}
 		if err != nil {
@@ -83,7 +103,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		if len(updates) == 0 {
 			continue
 		}
-		a.deliver(ctx, h, updates)
+		a.deliver(context.WithoutCancel(ctx), h, updates)
 		// Every update of the batch is now with core: confirm them, even
 		// when ctx ended meanwhile. Telegram is told (by the next poll's
 		// offset) only once the offset is durable; until then the batch
@@ -193,41 +213,13 @@ func decodeUpdates(raw json.RawMessage) ([]update, error) {
 	return out, nil
 }
 
-// deliver hands a batch to core: one goroutine per chat keeps each chat's
-// updates in order, and deliver returns when all were handed over. The
-// handoff is not cut short when ctx ends (core would record a half-handled
-// message as a storage failure); it is quick, as core never runs a turn in
-// it.
+// deliver hands a batch to core, in order. The handoff is not cut short
+// when ctx ends: core only queues each update, and the offset is saved
+// past all of them.
 func (a *Adapter) deliver(ctx context.Context, h core.Handler, updates []update) {
-	ctx = context.WithoutCancel(ctx)
-	byChat := map[int64][]update{}
-	var order []int64
 	for _, u := range updates {
-		chat := chatOf(u.Update)
-		if _, ok := byChat[chat]; !ok {
-			order = append(order, chat)
-		}
-		byChat[chat] = append(byChat[chat], u)
+		a.handle(ctx, h, u)
 	}
-	var wg sync.WaitGroup
-	for _, chat := range order {
-		wg.Go(func() {
-			for _, u := range byChat[chat] {
-				a.handle(ctx, h, u)
-			}
-		})
-	}
-	wg.Wait()
-}
-
-func chatOf(u tgbotapi.Update) int64 {
-	switch {
-	case u.Message != nil && u.Message.Chat != nil:
-		return u.Message.Chat.ID
-	case u.CallbackQuery != nil && u.CallbackQuery.Message != nil && u.CallbackQuery.Message.Chat != nil:
-		return u.CallbackQuery.Message.Chat.ID
-	}
-	return 0
 }
 
 // handle hands one update to core.
@@ -428,9 +420,9 @@ func (a *Adapter) stripMentions(text string, entities []tgbotapi.MessageEntity) 
 	return out, addressed, other
 }
 
-// press hands a button press to core and answers the callback query once:
-// with core's private reply if it gives one, else silently, so the
-// client's spinner always stops.
+// press hands a button press to core, whose Reply (called exactly once)
+// answers the callback query: with core's private answer, or silently, so
+// the client's spinner always stops.
 func (a *Adapter) press(ctx context.Context, h core.Handler, q *tgbotapi.CallbackQuery, t threadInfo) {
 	var once sync.Once
 	answer := func(text string) {
@@ -447,8 +439,8 @@ func (a *Adapter) press(ctx context.Context, h core.Handler, q *tgbotapi.Callbac
 			}
 		})
 	}
-	defer answer("")
 	if q.Message == nil || q.Message.Chat == nil || q.From == nil {
+		answer("")
 		return // a press on an inline-mode message: not ours
 	}
 	conv := a.conv(q.Message.Chat.ID, t)

@@ -17,16 +17,15 @@ import (
 	"github.com/agentbridge/agentbridge/core/pause"
 )
 
-// maxSendWait bounds how long Send waits for the chat's budget and for
-// Telegram's retry_after before returning the rate limit to the caller.
+// maxSendWait bounds how long Send waits for the chat's budget (which a
+// 429's retry_after extends) before returning the rate limit to the caller.
 const maxSendWait = 10 * time.Second
 
 // Send posts p to the conversation (into its forum topic, if any). In a
 // group it quotes the message p answers (see quoteFor). In a private
 // chat with drafts on, a post without buttons starts a draft. A new
-// message waits up to maxSendWait for the chat's flood budget and for
-// retry_after, since notices and permission prompts have no one to retry
-// them.
+// message waits up to maxSendWait for the chat's flood budget; a 429 is
+// returned to the caller, who retries.
 func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post) (core.MessageRef, error) {
 	chat, err := parseChat(to.Channel)
 	if err != nil {
@@ -51,22 +50,16 @@ func (a *Adapter) sendMessage(ctx context.Context, to core.ConversationKey, chat
 	if quote != 0 {
 		params["reply_parameters"] = replyParameters(quote)
 	}
-	// Wait out the chat's budget and short 429s here: notices and
-	// permission prompts have no one to retry them.
-	deadline := time.Now().Add(maxSendWait)
-	var resp *tgbotapi.APIResponse
-	for {
-		if err := a.await(ctx, chat, deadline); err != nil {
-			return core.MessageRef{}, err
-		}
-		resp, err = a.call(ctx, "sendMessage", params)
-		if err == nil {
-			break
-		}
+	// Wait for the chat's budget: that paces calls. A refusal Telegram
+	// returns anyway (429) goes back to the caller, which retries (the
+	// engine for notices and prompts, the presenter for replies).
+	if err := a.await(ctx, chat, time.Now().Add(maxSendWait)); err != nil {
+		return core.MessageRef{}, err
+	}
+	resp, err := a.call(ctx, "sendMessage", params)
+	if err != nil {
 		a.blocked(chat, err)
-		if ra, limited := core.RetryAfter(err); !limited || time.Now().Add(ra).After(deadline) {
-			return core.MessageRef{}, err
-		}
+		return core.MessageRef{}, err
 	}
 	var m tgbotapi.Message
 	if err := json.Unmarshal(resp.Result, &m); err != nil {

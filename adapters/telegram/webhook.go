@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -30,8 +29,10 @@ const secretHeader = "X-Telegram-Bot-Api-Secret-Token"
 const maxUpdateBytes = 1 << 20
 
 // runWebhook registers the webhook and serves deliveries until ctx ends.
-// Each delivery is checked against the secret, answered at once, and handed
-// to core by one worker, in order.
+// Each delivery is checked against the secret and handed to core (which
+// only queues it) before it is answered. While core drains, deliveries are
+// answered 503: Telegram keeps them and retries, so the next instance gets
+// them.
 func (a *Adapter) runWebhook(ctx context.Context, h core.Handler) error {
 	if a.opts.WebhookURL == "" || a.opts.WebhookSecret.IsZero() {
 		return errors.New("telegram webhook mode needs webhook_url and webhook_secret")
@@ -59,14 +60,7 @@ func (a *Adapter) runWebhook(ctx context.Context, h core.Handler) error {
 		return fmt.Errorf("telegram setWebhook: %w", err)
 	}
 
-	queue := make(chan update, 256)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for u := range queue {
-			a.deliver(ctx, h, []update{u})
-		}
-	})
-	srv := &http.Server{Handler: a.webhookHandler(queue), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: a.webhookHandler(ctx, h), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	a.log.InfoContext(ctx, "telegram webhook serving", "bot", a.self.UserName, "listen", ln.Addr().String())
@@ -85,13 +79,13 @@ func (a *Adapter) runWebhook(ctx context.Context, h core.Handler) error {
 	if result == nil {
 		<-served
 	}
-	close(queue) // no handler runs after Shutdown returns
-	wg.Wait()
 	return result
 }
 
-// webhookHandler accepts deliveries that carry the secret and queues them.
-func (a *Adapter) webhookHandler(queue chan<- update) http.Handler {
+// webhookHandler accepts deliveries that carry the secret and hands them
+// to h. ctx (Run's) is what the handoff carries, not the request's.
+func (a *Adapter) webhookHandler(ctx context.Context, h core.Handler) http.Handler {
+	drain := core.DrainSignal(h)
 	secret := []byte(a.opts.WebhookSecret.Reveal())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -114,11 +108,12 @@ func (a *Adapter) webhookHandler(queue chan<- update) http.Handler {
 			return
 		}
 		select {
-		case queue <- ups[0]:
-			w.WriteHeader(http.StatusOK)
+		case <-drain:
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
 		default:
-			// Telegram retries later; better than blocking its connection.
-			http.Error(w, "busy", http.StatusServiceUnavailable)
 		}
+		a.handle(context.WithoutCancel(ctx), h, ups[0])
+		w.WriteHeader(http.StatusOK)
 	})
 }

@@ -57,7 +57,9 @@ func whoami(platform string, m core.Message) string {
 func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, cmd, arg string) bool {
 	s := e.cfg()
 	ps := s.platform(p.Name())
-	reply := func(format string, args ...any) { e.say(ctx, p, m, fmt.Sprintf(format, args...)) }
+	// Commands that wait for the lane answer with the lane job's context.
+	replyIn := func(ctx context.Context, format string, args ...any) { e.say(ctx, p, m, fmt.Sprintf(format, args...)) }
+	reply := func(format string, args ...any) { replyIn(ctx, format, args...) }
 	switch cmd {
 	case "help":
 		var b strings.Builder
@@ -81,6 +83,7 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 		}
 	case "new":
 		e.onLane(ctx, p, m, key, func(ctx context.Context) {
+			reply := func(format string, args ...any) { replyIn(ctx, format, args...) }
 			name, _, err := e.session(ctx, key)
 			if err == nil {
 				err = e.store.ResetSession(ctx, key, name)
@@ -107,6 +110,7 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 			return true
 		}
 		e.onLane(ctx, p, m, key, func(ctx context.Context) {
+			reply := func(format string, args ...any) { replyIn(ctx, format, args...) }
 			_, exists, err := e.store.Session(ctx, key, arg)
 			if err == nil {
 				err = e.store.SetActiveSession(ctx, key, arg)

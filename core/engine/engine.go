@@ -1,9 +1,9 @@
-// Package engine is the conversation engine: it receives normalized messages
-// and button presses from adapters, drops duplicates, checks access, runs
-// commands, queues turns per conversation, runs each turn's agent through
-// the AgentProc runner, streams the reply through a stream.Presenter, turns
-// permission requests into buttons, and persists sessions through a
-// core.Store.
+// Package engine is the conversation engine: it takes normalized messages
+// and button presses from adapters onto each conversation's ordered intake,
+// drops duplicates, checks access, runs commands, queues turns per
+// conversation, runs each turn's agent through the AgentProc runner,
+// streams the reply through a stream.Presenter, turns permission requests
+// into buttons, and persists sessions through a core.Store.
 package engine
 
 import (
@@ -87,8 +87,9 @@ type Engine struct {
 	settings atomic.Pointer[Settings]
 	base     context.Context // outlives turns; cancelled by Shutdown's end
 	stop     context.CancelFunc
-	lanes    *lane.Lanes[core.ConversationKey]
-	draining atomic.Bool
+	lanes    *lane.Lanes[core.ConversationKey] // turns, by session key
+	intake   *lane.Lanes[core.ConversationKey] // events not yet handled, by conversation
+	gate     *drainGate
 
 	mu        sync.Mutex
 	platforms map[string]core.Platform
@@ -98,6 +99,9 @@ type Engine struct {
 	// unanswerable names platforms whose prompts nobody can answer any
 	// more (DenyPrompts), with the reason.
 	unanswerable map[string]string
+	quiet        map[quietKey]struct{}                 // notices sent once per burst
+	refused      map[string]time.Time                  // last refusal, by platform and user
+	overflowed   map[core.ConversationKey]core.Message // first message dropped by a full intake
 }
 
 // New returns an engine persisting through st.
@@ -130,10 +134,15 @@ func New(st core.Store, s *Settings, opts Options) *Engine {
 		prompts:   map[string]*prompt{},
 
 		unanswerable: map[string]string{},
+		quiet:        map[quietKey]struct{}{},
+		refused:      map[string]time.Time{},
+		overflowed:   map[core.ConversationKey]core.Message{},
+		gate:         newDrainGate(),
 	}
 	e.Reload(s)
 	// Lanes get their own depth check; the lane package's limit is a backstop.
 	e.lanes = lane.New[core.ConversationKey](base, 100)
+	e.intake = lane.Bounded[core.ConversationKey](base, intakeDepth, intakeTotal)
 	return e
 }
 
@@ -191,8 +200,18 @@ type handler struct {
 	p core.Platform
 }
 
-func (h handler) HandleMessage(ctx context.Context, m core.Message) { h.e.handleMessage(ctx, h.p, m) }
-func (h handler) HandleAction(ctx context.Context, a core.Action)   { h.e.handleAction(ctx, h.p, a) }
+// HandleMessage and HandleAction put the event on its conversation's
+// intake and return (see intake.go).
+func (h handler) HandleMessage(ctx context.Context, m core.Message) {
+	h.e.take(ctx, h.p, event{msg: m})
+}
+
+func (h handler) HandleAction(ctx context.Context, a core.Action) {
+	h.e.take(ctx, h.p, event{act: &a})
+}
+
+// Draining implements core.Drainer.
+func (h handler) Draining() <-chan struct{} { return h.e.gate.begun }
 
 // allowed reports whether user may talk to the bot in conv (deny by default).
 func (ps PlatformSettings) allowed(conv core.ConversationKey, user string) bool {
@@ -209,35 +228,52 @@ func listed(list []string, id string) bool {
 	return id != "" && (slices.Contains(list, id) || slices.Contains(list, "*"))
 }
 
-func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Message) {
+// handleMessage handles one message on its conversation's intake; late is
+// set for a message handed over after draining began.
+func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Message, late bool) {
 	s := e.cfg()
 	ps := s.platform(p.Name())
 	log := e.log.With("conv", m.Conv)
 	cmd, arg, isCmd := parseCommand(m.Text, ps.Prefix)
 	allowed := ps.allowed(m.Conv, m.From.ID)
 	key := ps.Scope.SessionKey(m.Conv, m.From.ID)
+	// A busy conversation's message is refused before it is journaled: in
+	// a flood that saves a disk sync per message.
+	busy, waiting := false, 0
+	if !isCmd && allowed && !late {
+		busy, waiting = e.full(key, s)
+	}
 
 	obs := e.opts.Observer
-	if isCmd || !allowed || e.draining.Load() {
+	if isCmd || !allowed || late || busy {
 		if e.seen(ctx, p, m, nil) {
 			obs.Message(p.Name(), "duplicate")
 			return
 		}
 		switch {
-		case isCmd && cmd == "whoami":
+		case isCmd && cmd == "whoami" && (allowed || e.mayRefuse(p.Name(), "/whoami "+m.From.ID)):
 			obs.Message(p.Name(), "command")
 			// Answered before the access check: it is how a denied user
-			// learns the id to ask for.
+			// learns the id to ask for (once in a while: it costs the
+			// chat's budget like a refusal).
 			e.say(ctx, p, m, whoami(p.Name(), m))
+		case !allowed && !e.mayRefuse(p.Name(), m.From.ID):
+			// Told a moment ago: a stranger's flood gets one answer.
+			obs.Message(p.Name(), "denied")
+			log.DebugContext(ctx, "access denied; refusal not repeated", "user", m.From.ID)
 		case !allowed:
 			obs.Message(p.Name(), "denied")
 			log.InfoContext(ctx, "access denied", "user", m.From.ID)
-			e.say(ctx, p, m, fmt.Sprintf("🔒 Sorry, you are not allowed to use this bot. Your %s user id is %s: ask the operator to add it to allow_users.", p.Name(), m.From.ID))
+			e.private(ctx, p, m.Reply, m.Conv, m.ID, fmt.Sprintf(textRefusal, p.Name(), m.From.ID))
 		case isCmd && e.command(ctx, p, m, key, cmd, arg):
 			obs.Message(p.Name(), "command")
-		default: // draining
+		case late:
 			obs.Message(p.Name(), "draining")
-			e.say(ctx, p, m, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
+			if e.once(quietDraining, m.Conv) {
+				e.say(ctx, p, m, textDraining)
+			}
+		default: // busy
+			e.refuseBusy(ctx, p, m, fmt.Sprintf(textBusy, waiting))
 		}
 		return
 	}
@@ -249,6 +285,13 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 		return
 	}
 	e.enqueue(ctx, t, s)
+}
+
+// full reports whether key's lane has a turn running and its queue at the
+// configured depth, and how many wait.
+func (e *Engine) full(key core.ConversationKey, s *Settings) (bool, int) {
+	_, running, queued := e.lanes.Status(key)
+	return running && queued >= s.QueueDepth, queued
 }
 
 // seen drops a platform's redelivery of a message already handled (and
@@ -279,7 +322,13 @@ func (e *Engine) seen(ctx context.Context, p core.Platform, m core.Message, entr
 }
 
 // say posts a plain notice answering m in its conversation, retrying rate
-// limits and transient failures.
+// limits and transient failures. Retrying a failed one-off write (notice,
+// prompt, prompt outcome) is the engine's job, here and in ask, through
+// retry; the presenter retries replies. Adapters only pace their calls to
+// their budgets and return a platform's refusal (a *core.RateLimitError)
+// instead of retrying it. say runs on the conversation's intake worker or
+// its lane, so its waits delay only that conversation, and they end when
+// the drain does.
 func (e *Engine) say(ctx context.Context, p core.Platform, m core.Message, text string) {
 	err := retry(ctx, func() error {
 		_, err := p.Send(ctx, m.Conv, core.Post{Text: text, Plain: true, ReplyTo: m.ID})

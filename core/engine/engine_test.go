@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,15 +30,16 @@ var (
 // harness is a running engine with a fake platform, a real bbolt store and
 // the test binary as its agent.
 type harness struct {
-	t      *testing.T
-	eng    *engine.Engine
-	plat   *platformtest.Platform
-	st     *store.Store
-	dbPath string
-	prof   *agentproc.Profile
-	cancel context.CancelFunc
-	done   chan struct{}
-	nextID atomic.Int64
+	t       *testing.T
+	eng     *engine.Engine
+	plat    *platformtest.Platform
+	handler core.Handler
+	st      *store.Store
+	dbPath  string
+	prof    *agentproc.Profile
+	cancel  context.CancelFunc
+	done    chan struct{}
+	nextID  atomic.Int64
 }
 
 func testProfile() *agentproc.Profile {
@@ -99,6 +99,7 @@ func newSeededHarness(t *testing.T, dbPath string, tweak func(*engine.Settings),
 	}
 	h.eng = engine.New(st, s, engine.Options{TempDir: t.TempDir()})
 	handler := h.eng.Handler(h.plat)
+	h.handler = handler
 	if err := h.eng.Recover(t.Context()); err != nil {
 		t.Fatalf("Recover: %v", err)
 	}
@@ -360,26 +361,35 @@ func TestPermissionAllowDenyAndStranger(t *testing.T) {
 	if !strings.Contains(prompt.Post.Text, "echo ok > f.txt") {
 		t.Errorf("prompt lacks the input preview: %q", prompt.Post.Text)
 	}
-	// D-PERM-2: a stranger's press is refused privately.
-	var replies []string
-	var mu sync.Mutex
-	reply := func(s string) { mu.Lock(); replies = append(replies, s); mu.Unlock() }
-	h.plat.Press(t.Context(), core.Action{Conv: conv, From: bob, Value: prompt.Post.Buttons[0].Value, Ref: prompt.Ref, Reply: reply})
-	mu.Lock()
-	if len(replies) != 1 || !strings.Contains(replies[0], "Only the person who asked") {
-		t.Fatalf("stranger got %q", replies)
+	// D-PERM-2: a stranger's press is refused privately. Every press gets
+	// exactly one Reply call ("" when there is nothing to say).
+	replies := make(chan string, 10)
+	reply := func(s string) { replies <- s }
+	nextReply := func() string {
+		t.Helper()
+		select {
+		case r := <-replies:
+			return r
+		case <-time.After(60 * time.Second):
+			t.Fatal("no reply to the press")
+			return ""
+		}
 	}
-	mu.Unlock()
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: bob, Value: prompt.Post.Buttons[0].Value, Ref: prompt.Ref, Reply: reply})
+	if r := nextReply(); !strings.Contains(r, "Only the person who asked") {
+		t.Fatalf("stranger got %q", r)
+	}
 	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: prompt.Post.Buttons[1].Value, Ref: prompt.Ref, Reply: reply})
+	if r := nextReply(); r != "" {
+		t.Errorf("the requester's press got %q, want the empty acknowledgement", r)
+	}
 	h.waitText("deny:denied by Alice")
 	h.waitText("❌ Denied by Alice.")
 	// Pressing again after the answer changes nothing.
 	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: prompt.Post.Buttons[0].Value, Ref: prompt.Ref, Reply: reply})
-	mu.Lock()
-	if last := replies[len(replies)-1]; !strings.Contains(last, "no longer waiting") {
-		t.Errorf("late press got %q", last)
+	if r := nextReply(); !strings.Contains(r, "no longer waiting") {
+		t.Errorf("late press got %q", r)
 	}
-	mu.Unlock()
 
 	// An approver may answer someone else's request.
 	h.send(alice, "perm")
@@ -517,15 +527,28 @@ func TestShutdownStopsTurnsAfterTheDrainDeadline(t *testing.T) {
 	h.waitText("working")
 	h.send(bob, "waiting behind it")
 	h.waitText("Queued — position 1")
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	h.eng.Shutdown(ctx, 5*time.Second)
+	shut := make(chan struct{})
+	go func() {
+		defer close(shut)
+		h.eng.Shutdown(ctx, 5*time.Second)
+	}()
+	<-core.DrainSignal(h.handler)
+	// While draining, a message the platform cannot hold is refused, once
+	// per conversation; commands still work.
+	h.send(alice, "during the drain")
+	h.send(alice, "and again")
+	h.send(alice, "/status")
+	h.waitText("Running for")
+	if n := h.count("not taking new messages"); n != 1 {
+		t.Errorf("%d draining notices, want 1; messages: %q", n, h.plat.Texts(conv))
+	}
+	cancel() // the drain deadline
 	// The running turn is stopped and says why; the queued one is answered.
 	h.waitText("working\n\n⏹ Stopped: the bridge is shutting down.")
 	h.waitText("Not run: the bridge is shutting down")
-	// Intake is closed.
-	h.send(alice, "after shutdown")
-	h.waitText("not taking new messages")
+	<-shut
 	if left, _ := h.st.Journal(t.Context()); len(left) != 0 {
 		t.Errorf("journal after a clean shutdown = %+v, want empty", left)
 	}

@@ -122,14 +122,23 @@ func (e *Engine) editShown(ctx context.Context, p core.Platform, m core.Shown, n
 	return err
 }
 
-// Idle waits until no conversation has a turn running or queued, or ctx
-// ends.
-func (e *Engine) Idle(ctx context.Context) error { return e.lanes.Idle(ctx) }
+// Idle waits until no conversation has an event waiting on its intake or
+// a turn running or queued, or ctx ends.
+func (e *Engine) Idle(ctx context.Context) error {
+	if err := e.intake.Idle(ctx); err != nil {
+		return err
+	}
+	return e.lanes.Idle(ctx)
+}
 
-// Shutdown stops intake, lets running turns finish until ctx ends, then
-// stops the agents that are still running (their replies say so) and waits,
-// at most stopGrace more, for their final edits. Queued messages that never
-// ran are answered. After Shutdown the engine takes no more turns.
+// Shutdown drains: events handed over before it are handled as usual and
+// running turns may finish, until ctx ends; adapters whose platform holds
+// events stop taking new ones (core.Drainer), later events elsewhere are
+// refused, once per conversation. When ctx ends the intake stops (its
+// pending notices are not sent), the agents still running are stopped
+// (their replies say so), and Shutdown waits at most stopGrace more for
+// their final edits. Queued messages that never ran are answered. After
+// Shutdown the engine takes no more events.
 func (e *Engine) Shutdown(ctx context.Context, stopGrace time.Duration) {
 	e.shutdown(ctx, stopGrace, ErrShuttingDown)
 }
@@ -144,13 +153,28 @@ func (e *Engine) Interrupt(stopGrace time.Duration) {
 }
 
 func (e *Engine) shutdown(ctx context.Context, stopGrace time.Duration, cause error) {
-	e.draining.Store(true)
-	e.lanes.Close()
+	e.gate.begin()
 	defer e.stop()
-	if e.lanes.Idle(ctx) == nil {
-		e.lanes.Wait()
-		return
+	// The intake stops when the drain ends, so a notice waiting out a rate
+	// limit cannot hold the exit; later events are dropped.
+	stopIntake := func() {
+		e.intake.Close()
+		e.intake.CancelAll(cause)
 	}
+	defer e.intake.Wait()
+	defer stopIntake()
+	// Messages handed over before the drain began become turns (or get
+	// their answer) first; only then are the lanes closed.
+	if e.gate.wait(ctx) == nil {
+		e.lanes.Close()
+		if e.lanes.Idle(ctx) == nil {
+			stopIntake()
+			e.lanes.Wait()
+			return
+		}
+	}
+	stopIntake()
+	e.lanes.Close()
 	e.log.Warn("stopping running turns", "cause", cause)
 	dropped := e.lanes.CancelAll(cause)
 	grace, cancel := context.WithTimeout(context.Background(), stopGrace)

@@ -6,7 +6,8 @@ import "time"
 // called from many goroutines and must not block.
 type Observer interface {
 	// Message counts an incoming message by what became of it: "turn",
-	// "command", "duplicate", "denied", "busy" or "draining".
+	// "command", "duplicate", "denied", "busy", "overflow" (dropped by a
+	// full intake) or "draining".
 	Message(platform, result string)
 	// TurnStarted and TurnFinished bracket a turn; result is "ok", "error",
 	// "timeout", "stopped" or "start_failed".

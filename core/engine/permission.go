@@ -194,12 +194,13 @@ func inputPreview(raw json.RawMessage) string {
 
 // handleAction answers a permission prompt from a button press.
 func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Action) {
+	answer := func(text string) { e.private(ctx, p, a.Reply, a.Conv, "", text) }
 	token, choice, _ := strings.Cut(a.Value, ":")
 	e.mu.Lock()
 	pr := e.prompts[token]
 	e.mu.Unlock()
 	if pr == nil {
-		e.private(ctx, p, a, "This request is no longer waiting for an answer.")
+		answer("This request is no longer waiting for an answer.")
 		return
 	}
 	t := pr.turn
@@ -207,7 +208,7 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 	// D-PERM-2: only the requester or an approver may answer.
 	if a.From.ID != t.msg.From.ID && !ps.approver(a.From.ID) {
 		e.log.InfoContext(ctx, "permission press refused", "conv", a.Conv, "user", a.From.ID)
-		e.private(ctx, p, a, "Only the person who asked, or an approver, can answer this request.")
+		answer("Only the person who asked, or an approver, can answer this request.")
 		return
 	}
 	who := a.From.Name
@@ -222,13 +223,13 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 	case choiceSession:
 		if err := e.store.Grant(ctx, t.key, pr.session, pr.req.Tool); err != nil {
 			e.log.ErrorContext(ctx, "grant failed", "err", err)
-			e.private(ctx, p, a, "⚠️ Could not remember the approval (storage error); allowing just this once.")
+			answer("⚠️ Could not remember the approval (storage error); allowing just this once.")
 		}
 		d, outcome = agentproc.Decision{Allow: true}, "✅ Allowed for this session by "+who+"."
 	case choiceDeny:
 		d, outcome = agentproc.Decision{Message: "denied by " + who}, "❌ Denied by "+who+"."
 	default:
-		e.private(ctx, p, a, "Unknown choice.")
+		answer("Unknown choice.")
 		return
 	}
 	pr.mu.Lock()
@@ -238,13 +239,13 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 	}
 	pr.mu.Unlock()
 	if claimed {
-		e.private(ctx, p, a, "This request was already answered.")
+		answer("This request was already answered.")
 		return
 	}
 	// Respond fails only if the timeout or the end of the turn answered
 	// first; ask reports that source, not this outcome.
 	if err := pr.req.Respond(d); err != nil {
-		e.private(ctx, p, a, "Too late: this request was already closed.")
+		answer("Too late: this request was already closed.")
 		return
 	}
 }
@@ -273,19 +274,4 @@ func (e *Engine) DenyPrompts(platform, why string) {
 			pr.req.Respond(agentproc.Decision{Message: why})
 		}
 	}
-}
-
-// private tells the presser something only they should see, where the
-// platform allows; otherwise in the conversation.
-func (e *Engine) private(ctx context.Context, p core.Platform, a core.Action, text string) {
-	if a.Reply != nil {
-		a.Reply(text)
-		return
-	}
-	if n, ok := p.(core.Notifier); ok {
-		if err := n.Notify(ctx, a.Conv, a.From, text); err == nil {
-			return
-		}
-	}
-	e.say(ctx, p, core.Message{Conv: a.Conv}, text)
 }

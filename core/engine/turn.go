@@ -48,10 +48,9 @@ func newID() string {
 func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 	p, m := t.plat, t.msg
 	// Depth is checked here, not in lanes, so a reload applies at once.
-	if _, running, queued := e.lanes.Status(t.key); running && queued >= s.QueueDepth {
-		e.opts.Observer.Message(p.Name(), "busy")
+	if full, queued := e.full(t.key, s); full {
 		e.forget(ctx, t)
-		e.say(ctx, p, m, fmt.Sprintf("🚦 Busy: %d messages are already waiting here. Please send this again when the current answer is done.", queued))
+		e.refuseBusy(ctx, p, m, fmt.Sprintf(textBusy, queued))
 		return
 	}
 	e.mu.Lock()
@@ -61,19 +60,22 @@ func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 	switch {
 	case errors.Is(err, lane.ErrFull):
 		e.forget(ctx, t)
-		e.say(ctx, p, m, "🚦 Busy: too many messages are waiting here. Please send this again when the current answer is done.")
+		e.refuseBusy(ctx, p, m, textOverflow)
+		return
 	case errors.Is(err, lane.ErrClosed):
 		e.forget(ctx, t)
-		e.say(ctx, p, m, "⏳ The bridge is restarting and not taking new messages. Please send this again in a minute.")
+		e.opts.Observer.Message(p.Name(), "draining")
+		e.say(ctx, p, m, textDraining)
+		return
 	case err != nil:
 		e.forget(ctx, t)
 		e.say(ctx, p, m, "⚠️ Could not queue your message: "+err.Error())
+		return
 	case pos > 0:
 		e.say(ctx, p, m, fmt.Sprintf("⏳ Queued — position %d. I'll answer when the current turn is done.", pos))
 	}
-	if err == nil {
-		e.opts.Observer.Message(p.Name(), "turn")
-	}
+	e.reset(quietBusy, m.Conv) // the burst is over: the queue took a message
+	e.opts.Observer.Message(p.Name(), "turn")
 }
 
 // forget drops a turn that will not run and clears its journal entry.

@@ -1,6 +1,7 @@
 // Package lane runs jobs one at a time, in order, per key (a conversation),
-// with a bounded queue per key. An idle key costs nothing: its goroutine
-// exits when its queue is empty and its entry is deleted.
+// with a bounded queue per key (and, optionally, in all). An idle key costs
+// nothing: its goroutine exits when its queue is empty and its entry is
+// deleted.
 package lane
 
 import (
@@ -33,8 +34,10 @@ type Running struct {
 type Lanes[K comparable] struct {
 	base  context.Context
 	depth int
+	total int // bound on queued jobs over all keys; 0 = none
 
 	mu     sync.Mutex
+	queued int // over all keys
 	lanes  map[K]*lane
 	closed bool
 	wg     sync.WaitGroup
@@ -53,6 +56,14 @@ func New[K comparable](base context.Context, depth int) *Lanes[K] {
 	return &Lanes[K]{base: base, depth: depth, lanes: map[K]*lane{}}
 }
 
+// Bounded is New with a bound on the jobs queued over all keys as well, so
+// many busy keys together cannot grow the queues without limit.
+func Bounded[K comparable](base context.Context, depth, total int) *Lanes[K] {
+	l := New[K](base, depth)
+	l.total = total
+	return l
+}
+
 // Enqueue adds job to k's lane. It returns 0 when the job starts at once, or
 // its 1-based position in the queue behind the running job.
 func (l *Lanes[K]) Enqueue(k K, job Job) (position int, err error) {
@@ -60,6 +71,9 @@ func (l *Lanes[K]) Enqueue(k K, job Job) (position int, err error) {
 	defer l.mu.Unlock()
 	if l.closed {
 		return 0, ErrClosed
+	}
+	if l.total > 0 && l.queued >= l.total {
+		return 0, ErrFull
 	}
 	ln, active := l.lanes[k]
 	if !active {
@@ -69,6 +83,7 @@ func (l *Lanes[K]) Enqueue(k K, job Job) (position int, err error) {
 			l.idle = make(chan struct{})
 		}
 		ln.queue = append(ln.queue, job)
+		l.queued++
 		l.wg.Go(func() { l.drain(k, ln) })
 		return 0, nil
 	}
@@ -76,6 +91,7 @@ func (l *Lanes[K]) Enqueue(k K, job Job) (position int, err error) {
 		return 0, ErrFull
 	}
 	ln.queue = append(ln.queue, job)
+	l.queued++
 	// A running job is not in the queue, so the new one is at len(queue);
 	// until the lane's goroutine has taken the next job off the queue, that
 	// job is still there and runs before this one.
@@ -100,6 +116,7 @@ func (l *Lanes[K]) drain(k K, ln *lane) {
 		job := ln.queue[0]
 		ln.queue[0] = Job{} // let the closure be collected
 		ln.queue = ln.queue[1:]
+		l.queued--
 		ctx, cancel := context.WithCancelCause(l.base)
 		ln.cancel = cancel
 		ln.running = Running{ID: job.ID, Started: time.Now()}
@@ -141,6 +158,7 @@ func (l *Lanes[K]) Stop(k K, cause error, dropQueued bool) (stopped bool, droppe
 	}
 	if dropQueued {
 		dropped, ln.queue = ln.queue, nil
+		l.queued -= len(dropped)
 	}
 	if ln.cancel != nil {
 		ln.cancel(cause)
@@ -171,6 +189,7 @@ func (l *Lanes[K]) CancelAll(cause error) (dropped []Job) {
 	defer l.mu.Unlock()
 	for _, ln := range l.lanes {
 		dropped = append(dropped, ln.queue...)
+		l.queued -= len(ln.queue)
 		ln.queue = nil
 		if ln.cancel != nil {
 			ln.cancel(cause)

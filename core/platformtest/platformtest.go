@@ -75,7 +75,6 @@ type Platform struct {
 var (
 	_ core.Platform         = (*Platform)(nil)
 	_ core.Typer            = (*Platform)(nil)
-	_ core.Notifier         = (*Platform)(nil)
 	_ core.Downloader       = (*Platform)(nil)
 	_ core.MessageFinalizer = (*Platform)(nil)
 	_ core.Streamer         = (*Platform)(nil)
@@ -186,16 +185,18 @@ func (p *Platform) Typing(ctx context.Context, conv core.ConversationKey) error 
 	return c.Err
 }
 
-// Notify implements core.Notifier.
-func (p *Platform) Notify(ctx context.Context, conv core.ConversationKey, user core.User, text string) error {
-	if err := p.delay(ctx, OpNotify); err != nil {
-		return err
+// PrivateReply returns a core.PrivateReply for an event of user in conv
+// that records an OpNotify call (like a Slack ephemeral message), ignoring
+// the "" an answered press may get.
+func (p *Platform) PrivateReply(conv core.ConversationKey, user core.User) core.PrivateReply {
+	return func(text string) {
+		if text == "" {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.record(Call{Op: OpNotify, At: time.Now(), Conv: conv, User: user, Post: core.Post{Text: text, Plain: true}, Err: p.injected(OpNotify)})
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := Call{Op: OpNotify, At: time.Now(), Conv: conv, User: user, Post: core.Post{Text: text, Plain: true}, Err: p.injected(OpNotify)}
-	p.record(c)
-	return c.Err
 }
 
 // FinalizeMessage implements core.MessageFinalizer by recording the call.
