@@ -7,14 +7,13 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/internal/yamlnode"
 )
 
 // decoder walks the YAML node tree of one file into a Config. It collects
@@ -117,22 +116,15 @@ func parseYAML(data []byte) (*yaml.Node, *FieldError) {
 		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: max(root.Line, 1), Column: 1}, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, &FieldError{Line: max(root.Line, 1), Problem: "expected a mapping of settings, got " + describe(root)}
+		return nil, &FieldError{Line: max(root.Line, 1), Problem: "expected a mapping of settings, got " + yamlnode.Describe(root)}
 	}
 	return root, nil
 }
 
 // syntaxError turns a YAML parser error into a FieldError at its line.
 func syntaxError(err error) *FieldError {
-	// The parser reports "yaml: line N: problem"; keep N as the line.
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		num, problem, ok := strings.Cut(rest, ": ")
-		if line, err := strconv.Atoi(num); ok && err == nil {
-			return &FieldError{Line: max(line, 1), Problem: "invalid YAML: " + problem}
-		}
-	}
-	return &FieldError{Line: 1, Problem: "invalid YAML: " + msg}
+	line, problem := yamlnode.SyntaxError(err)
+	return &FieldError{Line: max(line, 1), Problem: "invalid YAML: " + problem}
 }
 
 func (d *decoder) fail(line int, path, format string, args ...any) {
@@ -265,7 +257,7 @@ func (d *decoder) mappingOr(n *yaml.Node, path string, fields []field, other fun
 		return
 	}
 	if r.Kind != yaml.MappingNode {
-		d.fail(n.Line, path, "expected a mapping, got %s", describe(r))
+		d.fail(n.Line, path, "expected a mapping, got %s", yamlnode.Describe(r))
 		return
 	}
 	d.entries(r, path, func(name, p string, k, v *yaml.Node) {
@@ -308,7 +300,7 @@ func (d *decoder) key(k *yaml.Node, path string) (string, bool) {
 	k = resolve(k)
 	switch {
 	case k.Kind != yaml.ScalarNode:
-		d.fail(k.Line, path, "expected a field name, got %s", describe(k))
+		d.fail(k.Line, path, "expected a field name, got %s", yamlnode.Describe(k))
 		return "", false
 	case k.ShortTag() == "!!merge":
 		d.fail(k.Line, path, "merge keys (<<) are not supported; write the fields out")
@@ -392,46 +384,6 @@ func stringish(n *yaml.Node) bool {
 	return false
 }
 
-// describe names what a node holds for a type error. Only short values are
-// quoted: anything long enough to be a credential is never echoed.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	case yaml.DocumentNode:
-		return "a document"
-	case yaml.ScalarNode:
-		switch tag := n.ShortTag(); tag {
-		case "!!str":
-			return "the string " + quoteShort(n.Value)
-		case "!!int":
-			return "the integer " + quoteShort(n.Value)
-		case "!!float":
-			return "the number " + quoteShort(n.Value)
-		case "!!bool":
-			return "the boolean " + quoteShort(n.Value)
-		case "!!null":
-			return "nothing"
-		default:
-			return "a value tagged " + quoteShort(tag)
-		}
-	}
-	return "an unknown node"
-}
-
-// quoteShort quotes v for an error message unless it is long enough to be a
-// secret pasted into the wrong field.
-func quoteShort(v string) string {
-	if n := utf8.RuneCountInString(v); n > 24 {
-		return fmt.Sprintf("(%d characters, not shown)", n)
-	}
-	return strconv.Quote(v)
-}
-
 // stringValue returns a scalar's text; ok is false for null or on error.
 func (d *decoder) stringValue(n *yaml.Node, path string) (string, bool) {
 	r := resolve(n)
@@ -439,7 +391,7 @@ func (d *decoder) stringValue(n *yaml.Node, path string) (string, bool) {
 		return "", false
 	}
 	if !stringish(r) {
-		d.fail(n.Line, path, "expected a string, got %s", describe(r))
+		d.fail(n.Line, path, "expected a string, got %s", yamlnode.Describe(r))
 		return "", false
 	}
 	if strings.Contains(r.Value, "${") {
@@ -464,7 +416,7 @@ func (d *decoder) enum(dst *string, allowed ...string) func(*yaml.Node, string) 
 			return
 		}
 		if !slices.Contains(allowed, v) {
-			d.fail(n.Line, path, "must be one of %s, got %s", strings.Join(allowed, ", "), quoteShort(v))
+			d.fail(n.Line, path, "must be one of %s, got %s", strings.Join(allowed, ", "), yamlnode.Quote(v))
 			return
 		}
 		*dst = v
@@ -491,7 +443,7 @@ func (d *decoder) boolean(dst *bool) func(*yaml.Node, string) {
 		}
 		var v bool
 		if r.Kind != yaml.ScalarNode || r.ShortTag() != "!!bool" || r.Decode(&v) != nil {
-			d.fail(n.Line, path, "expected true or false, got %s", describe(r))
+			d.fail(n.Line, path, "expected true or false, got %s", yamlnode.Describe(r))
 			return
 		}
 		*dst = v
@@ -508,7 +460,7 @@ func intField[T int | int64](d *decoder, dst *T, lo, hi int64) func(*yaml.Node, 
 		}
 		var v int64
 		if r.Kind != yaml.ScalarNode || r.ShortTag() != "!!int" || r.Decode(&v) != nil {
-			d.fail(n.Line, path, "expected an integer, got %s", describe(r))
+			d.fail(n.Line, path, "expected an integer, got %s", yamlnode.Describe(r))
 			return
 		}
 		if v < lo || v > hi {
@@ -531,13 +483,13 @@ func (d *decoder) duration(dst *time.Duration, positive bool) func(*yaml.Node, s
 			return
 		}
 		if r.Kind != yaml.ScalarNode || (r.ShortTag() != "!!str" && r.ShortTag() != "!!int") {
-			d.fail(n.Line, path, `expected a duration such as "30s", got %s`, describe(r))
+			d.fail(n.Line, path, `expected a duration such as "30s", got %s`, yamlnode.Describe(r))
 			return
 		}
 		v, err := time.ParseDuration(r.Value)
 		switch {
 		case err != nil:
-			d.fail(n.Line, path, `invalid duration %s: write a number with a unit, such as "30s" or "1h30m"`, quoteShort(r.Value))
+			d.fail(n.Line, path, `invalid duration %s: write a number with a unit, such as "30s" or "1h30m"`, yamlnode.Quote(r.Value))
 		case v < 0:
 			d.fail(n.Line, path, "must not be negative, got %s", r.Value)
 		case positive && v == 0:
@@ -556,7 +508,7 @@ func (d *decoder) list(dst *[]string) func(*yaml.Node, string) {
 			return
 		}
 		if r.Kind != yaml.SequenceNode {
-			d.fail(n.Line, path, "expected a list, got %s", describe(r))
+			d.fail(n.Line, path, "expected a list, got %s", yamlnode.Describe(r))
 			return
 		}
 		out := make([]string, 0, len(r.Content))
@@ -605,7 +557,7 @@ func (d *decoder) expand(n *yaml.Node, path string, secret bool) (string, bool) 
 		return "", false
 	}
 	if !stringish(r) {
-		// Never describe(r) here: the value may be a credential.
+		// Never yamlnode.Describe(r) here: the value may be a credential.
 		d.fail(n.Line, path, "expected a string")
 		return "", false
 	}
@@ -641,7 +593,7 @@ func (d *decoder) profiles(n *yaml.Node, path string, c *Config) {
 		return
 	}
 	if r.Kind != yaml.MappingNode {
-		d.fail(n.Line, path, "expected a mapping of profile names to profile files, got %s", describe(r))
+		d.fail(n.Line, path, "expected a mapping of profile names to profile files, got %s", yamlnode.Describe(r))
 		return
 	}
 	c.Profiles = map[string]string{}
@@ -668,7 +620,7 @@ func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
 		return
 	}
 	if r.Kind != yaml.SequenceNode {
-		d.fail(n.Line, path, "expected a list of routes, got %s", describe(r))
+		d.fail(n.Line, path, "expected a list of routes, got %s", yamlnode.Describe(r))
 		return
 	}
 	c.Routes = make([]Route, 0, len(r.Content))

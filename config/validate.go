@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentbridge/agentbridge/internal/yamlnode"
 )
 
 // platformNames lists the names a route may give as its platform: every
@@ -97,7 +99,7 @@ func (d *decoder) validateProfiles(c *Config, dir string) {
 		d.fail(d.line("default_profile"), "default_profile", "is required: name the profile to use when no route matches")
 	case !ok && len(c.Profiles) > 0:
 		d.fail(d.line("default_profile"), "default_profile", "names no profile: %s is not one of %s",
-			quoteShort(c.DefaultProfile), strings.Join(slices.Sorted(maps.Keys(c.Profiles)), ", "))
+			yamlnode.Quote(c.DefaultProfile), strings.Join(slices.Sorted(maps.Keys(c.Profiles)), ", "))
 	}
 }
 
@@ -107,7 +109,7 @@ func (d *decoder) validateRoutes(c *Config) {
 		p := fmt.Sprintf("routes[%d]", i)
 		if r.Platform != "" && !slices.Contains(names, r.Platform) {
 			d.fail(d.line(p+".platform"), p+".platform", "must be one of %s, got %s",
-				strings.Join(names, ", "), quoteShort(r.Platform))
+				strings.Join(names, ", "), yamlnode.Quote(r.Platform))
 		}
 		if _, ok := c.Profiles[r.Profile]; d.failed[p+".profile"] {
 			continue
@@ -115,7 +117,7 @@ func (d *decoder) validateRoutes(c *Config) {
 			d.fail(d.line(p+".profile"), p+".profile", "is required")
 		} else if !ok && len(c.Profiles) > 0 {
 			d.fail(d.line(p+".profile"), p+".profile", "names no profile: %s is not one of %s",
-				quoteShort(r.Profile), strings.Join(slices.Sorted(maps.Keys(c.Profiles)), ", "))
+				yamlnode.Quote(r.Profile), strings.Join(slices.Sorted(maps.Keys(c.Profiles)), ", "))
 		}
 	}
 }
@@ -207,11 +209,11 @@ func (d *decoder) checkURL(path, v string) {
 func (d *decoder) checkListen(path, v string) (string, bool) {
 	host, port, err := net.SplitHostPort(v)
 	if err != nil {
-		d.fail(d.line(path), path, `must be host:port, such as "127.0.0.1:9464" or ":3000", got %s`, quoteShort(v))
+		d.fail(d.line(path), path, `must be host:port, such as "127.0.0.1:9464" or ":3000", got %s`, yamlnode.Quote(v))
 		return "", false
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		d.fail(d.line(path), path, "port must be a number from 0 to 65535, got %s", quoteShort(port))
+		d.fail(d.line(path), path, "port must be a number from 0 to 65535, got %s", yamlnode.Quote(port))
 		return "", false
 	}
 	if port != "0" {

@@ -6,11 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentbridge/agentbridge/internal/yamlnode"
 	"gopkg.in/yaml.v3"
 )
 
@@ -87,10 +87,6 @@ func LoadProfile(path string) (*Profile, error) {
 	return ParseProfile(data, abs)
 }
 
-// yamlLineErr matches yaml.v3 syntax errors so they can be re-stated as
-// file:line like every other profile problem.
-var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 // ParseProfile parses profile YAML strictly: unknown keys, wrong types, a
 // missing command and out-of-range numbers are all reported at once, joined
 // with errors.Join, each as "file:line: field: problem". path names the file
@@ -111,11 +107,12 @@ func ParseProfile(data []byte, path string) (*Profile, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		msg := err.Error()
-		if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
-			return nil, fmt.Errorf("%s:%s: %s", name, m[1], m[2])
+		// Re-stated as file:line like every other profile problem.
+		line, problem := yamlnode.SyntaxError(err)
+		if line > 0 {
+			return nil, fmt.Errorf("%s:%d: %s", name, line, problem)
 		}
-		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(msg, "yaml: "))
+		return nil, fmt.Errorf("%s: %s", name, problem)
 	}
 	pp := profileParser{file: name, p: p}
 	pp.parse(&doc)
@@ -248,7 +245,7 @@ func (pp *profileParser) parse(doc *yaml.Node) {
 // expected is a mistake worth reporting.
 func (pp *profileParser) str(v *yaml.Node, field string) (string, bool) {
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
-		pp.errorf(v.Line, field, "must be a string, got %s", describe(v))
+		pp.errorf(v.Line, field, "must be a string, got %s", yamlnode.Describe(v))
 		return "", false
 	}
 	return v.Value, true
@@ -258,7 +255,7 @@ func (pp *profileParser) str(v *yaml.Node, field string) (string, bool) {
 // values where `8080` or `true` plainly mean the string.
 func (pp *profileParser) scalar(v *yaml.Node, field string) (string, bool) {
 	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-		pp.errorf(v.Line, field, "must be a string, got %s", describe(v))
+		pp.errorf(v.Line, field, "must be a string, got %s", yamlnode.Describe(v))
 		return "", false
 	}
 	return v.Value, true
@@ -266,7 +263,7 @@ func (pp *profileParser) scalar(v *yaml.Node, field string) (string, bool) {
 
 func (pp *profileParser) strList(v *yaml.Node, field string) []string {
 	if v.Kind != yaml.SequenceNode {
-		pp.errorf(v.Line, field, "must be a list of strings, got %s", describe(v))
+		pp.errorf(v.Line, field, "must be a list of strings, got %s", yamlnode.Describe(v))
 		return nil
 	}
 	out := make([]string, 0, len(v.Content))
@@ -280,7 +277,7 @@ func (pp *profileParser) strList(v *yaml.Node, field string) []string {
 
 func (pp *profileParser) env(v *yaml.Node) map[string]string {
 	if v.Kind != yaml.MappingNode {
-		pp.errorf(v.Line, "env", "must be a mapping of names to values, got %s", describe(v))
+		pp.errorf(v.Line, "env", "must be a mapping of names to values, got %s", yamlnode.Describe(v))
 		return nil
 	}
 	out := make(map[string]string, len(v.Content)/2)
@@ -309,7 +306,7 @@ func (pp *profileParser) env(v *yaml.Node) map[string]string {
 
 func (pp *profileParser) boolean(v *yaml.Node, field string) bool {
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
-		pp.errorf(v.Line, field, "must be true or false, got %s", describe(v))
+		pp.errorf(v.Line, field, "must be true or false, got %s", yamlnode.Describe(v))
 		return false
 	}
 	b, err := strconv.ParseBool(strings.ToLower(v.Value))
@@ -322,7 +319,7 @@ func (pp *profileParser) boolean(v *yaml.Node, field string) bool {
 // secs parses a number of seconds (integer or decimal).
 func (pp *profileParser) secs(v *yaml.Node, field string, zeroOK bool) time.Duration {
 	if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") {
-		pp.errorf(v.Line, field, "must be a number of seconds, got %s", describe(v))
+		pp.errorf(v.Line, field, "must be a number of seconds, got %s", yamlnode.Describe(v))
 		return 0
 	}
 	f, err := strconv.ParseFloat(v.Value, 64)
@@ -342,29 +339,6 @@ func (pp *profileParser) secs(v *yaml.Node, field string, zeroOK bool) time.Dura
 		return 0
 	}
 	return time.Duration(f * float64(time.Second))
-}
-
-// describe names a node's type for error messages.
-func describe(v *yaml.Node) string {
-	switch v.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	switch v.Tag {
-	case "!!null":
-		return "nothing"
-	case "!!int", "!!float":
-		return "a number (" + v.Value + ")"
-	case "!!bool":
-		return "a boolean (" + v.Value + ")"
-	case "!!str":
-		return fmt.Sprintf("a string (%q)", v.Value)
-	}
-	return v.Tag
 }
 
 // nameFor derives a profile's name from its file: the file name without its

@@ -83,11 +83,11 @@ env:
   OK: fine
   BAD: [1]
 `, []string{
-			"p.yaml:1: args: must be a list of strings, got a string (\"python3 agent.py\")",
-			"p.yaml:2: cwd: must be a string, got a number (12)",
+			"p.yaml:1: args: must be a list of strings, got the string \"python3 agent.py\"",
+			"p.yaml:2: cwd: must be a string, got the integer \"12\"",
 			"p.yaml:3: timeout_secs: must not be negative",
-			"p.yaml:4: kill_grace_secs: must be a number of seconds, got a string (\"soon\")",
-			"p.yaml:5: streaming: must be true or false, got a string (\"yes please\")",
+			"p.yaml:4: kill_grace_secs: must be a number of seconds, got the string \"soon\"",
+			"p.yaml:5: streaming: must be true or false, got the string \"yes please\"",
 			"p.yaml:6: permision: unknown key",
 			"p.yaml:9: env.BAD: must be a string, got a list",
 			"p.yaml:1: command: is required",
