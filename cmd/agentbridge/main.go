@@ -29,6 +29,7 @@ usage:
   agentbridge run --profile PATH [flags] MESSAGE|-   run one turn of an agent profile
   agentbridge serve --config FILE                    run the configured chat adapters
   agentbridge validate CONFIG                        check a config file and exit
+  agentbridge check PROFILE [--message TEXT] [--json] check an agent against the protocol, rule by rule
   agentbridge shim NAME [ARGS]                       run an agent CLI as an AgentProc agent (profiles use this)
   agentbridge isolate RUNTIME [flags] -- ARGS        run a turn's agent in a container or pod (profiles use this)
   agentbridge health [URL]                           probe a running serve's /healthz (exit 0 when healthy)
@@ -52,6 +53,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdChat(ctx, rest, stdin, stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, rest, stdin, stdout, stderr)
+	case "check":
+		return cmdCheck(ctx, rest, stdin, stdout, stderr)
 	case "validate":
 		return cmdValidate(ctx, rest, stdin, stdout, stderr)
 	case profiles.DemoCommand:

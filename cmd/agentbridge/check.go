@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/agentproc/agentcheck"
+)
+
+const checkUsage = `usage: agentbridge check PROFILE [--message TEXT]... [--timeout DURATION] [--json]
+
+Runs the profile's agent through a series of probe turns and reports, rule by
+rule of the AgentProc 0.4 spec (spec/protocol.md), pass, fail (a MUST broken),
+warn (a SHOULD) or not exercised, with the evidence. PROFILE is a profile YAML
+file or builtin:demo. Exit status 0 when no MUST is broken, 1 otherwise, 2 for
+a usage error.
+
+flags:
+`
+
+// checkMessages collects repeated --message flags.
+type checkMessages []string
+
+func (m *checkMessages) String() string { return strings.Join(*m, " | ") }
+
+func (m *checkMessages) Set(v string) error {
+	if v == "" {
+		return errors.New("a message must not be empty (the checker sends the empty turn itself)")
+	}
+	*m = append(*m, v)
+	return nil
+}
+
+// cmdCheck checks an agent profile against the protocol.
+func cmdCheck(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, checkUsage)
+		fs.PrintDefaults()
+	}
+	var msgs checkMessages
+	fs.Var(&msgs, "message", "`TEXT` of the probe turns (repeatable: the first is used for every ordinary turn, each other one once more, e.g. a prompt that makes the agent ask permission); default \""+agentcheck.DefaultMessage+"\"")
+	timeout := fs.Duration("timeout", 0, "bound on each probe turn (default the profile's timeout_secs, at most "+agentcheck.DefaultTurnTimeout.String()+")")
+	asJSON := fs.Bool("json", false, "print the report as one JSON object (see README: agentbridge check)")
+	// The profile comes first, flags after it: accept both orders.
+	var profile string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		profile, args = args[0], args[1:]
+	}
+	parse := func(args []string) error {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return exitCode(2) // the flag package already printed the problem
+		}
+		return nil
+	}
+	err := parse(args)
+	if err == nil && profile == "" && fs.NArg() > 0 {
+		profile = fs.Arg(0)
+		err = parse(fs.Args()[1:])
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil
+	case err != nil:
+		return err
+	case fs.NArg() > 0:
+		return usageErrorf("check: want one PROFILE, got also %q", fs.Args())
+	}
+	if profile == "" {
+		return usageErrorf("check: a PROFILE is required (a profile YAML file or builtin:demo)")
+	}
+	if *timeout < 0 {
+		return usageErrorf("check: --timeout must not be negative")
+	}
+	var prof *agentproc.Profile
+	label := profile
+	switch {
+	case profile == config.BuiltinPrefix+"demo":
+		var state string
+		state, err = os.MkdirTemp("", "agentbridge-check-demo-")
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+		defer os.RemoveAll(state)
+		if prof, err = demoProfile(state); err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+	case strings.HasPrefix(profile, config.BuiltinPrefix):
+		return usageErrorf("check: unknown built-in profile %q (known: builtin:demo)", profile)
+	default:
+		if prof, err = agentproc.LoadProfile(profile); err != nil {
+			return usageErrorf("check: %v", err)
+		}
+	}
+	fmt.Fprintf(stderr, "agentbridge check: probing %s, each turn at most %s…\n", label, agentcheck.TurnBound(prof, *timeout))
+	rep, err := agentcheck.Run(ctx, prof, agentcheck.Options{Messages: msgs, TurnTimeout: *timeout, Label: label})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("check: write the report: %w", err)
+	}
+	if !rep.OK {
+		return exitCode(1)
+	}
+	return nil
+}

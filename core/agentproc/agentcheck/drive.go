@@ -1,0 +1,417 @@
+package agentcheck
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core/agentproc"
+)
+
+// Bounds of the driver that are not the profile's.
+const (
+	// drainWait is how long stdout is read after the agent exited, as the
+	// runner does, before a process still holding it is reported and killed.
+	drainWait = 500 * time.Millisecond
+	// pipeWait bounds the last reads and writes on the agent's pipes.
+	pipeWait = 250 * time.Millisecond
+	// termAfter is when the SIGTERM probe signals an agent that has printed
+	// nothing yet.
+	termAfter = 300 * time.Millisecond
+	// stderrKeep is how much of the end of stderr a turn keeps.
+	stderrKeep = 16 << 10
+)
+
+// plan is one probe turn: what the checker sends and how it behaves.
+type plan struct {
+	name        string
+	message     string
+	sessionID   string
+	attachments []agentproc.Attachment
+	version     string // protocol_version; "" = agentproc.ProtocolVersion
+	// holdStdin keeps stdin open (no EOF) this long after the turn line
+	// when the profile has permission off; 0 closes it at once, as the
+	// bridge does.
+	holdStdin time.Duration
+	// answerDelay is how long each permission request waits for its answer.
+	answerDelay time.Duration
+	deny        bool // deny every permission request (allow otherwise)
+	sigterm     bool // SIGTERM the group at the first stdout line or termAfter
+	bound       time.Duration
+}
+
+// line is one stdout line as the agent wrote it.
+type line struct {
+	at        time.Duration
+	raw       []byte // nil when the line was too long to keep
+	size      int    // bytes without the newline
+	noNewline bool   // the last line, cut off by EOF
+}
+
+// request is one permission request the checker answered (or did not).
+type request struct {
+	id       string
+	line     int           // index into turn.lines
+	at       time.Duration // when it was printed
+	due      time.Duration // when the answer is due
+	answerAt time.Duration // when the answer was written; -1 = never
+	behavior string
+}
+
+// turn is everything observed in one probe turn.
+type turn struct {
+	plan       plan
+	permission bool // the turn line said permission: true
+	turnLine   []byte
+	startErr   error
+	lines      []line
+	requests   []*request
+
+	stdinClosedAt time.Duration // -1 = open until the end
+	holdExpired   bool          // the agent outlived holdStdin
+	holdSnapshot  string        // what it was doing then
+	termAt        time.Duration // -1 = no SIGTERM sent
+	termKilled    bool          // SIGKILLed kill_grace after SIGTERM
+	hung          bool          // still running at the bound: SIGKILLed
+	hungSnapshot  string
+	exitAt        time.Duration
+	stdoutLate    bool // stdout still open drainWait after the exit
+	exitCode      int  // the agent's own status; 128+N when killed by signal N
+	signal        syscall.Signal
+	stderr        string
+	cancelled     bool
+}
+
+// exitedOnItsOwn reports whether the agent exited without being killed.
+func (t *turn) exitedOnItsOwn() bool { return !t.hung && !t.termKilled && !t.cancelled }
+
+// turnJSON is the turn object written to stdin (P-TURN-1).
+type turnJSON struct {
+	Type            string                 `json:"type"`
+	Message         string                 `json:"message"`
+	SessionID       string                 `json:"session_id"`
+	SessionName     string                 `json:"session_name"`
+	Attachments     []agentproc.Attachment `json:"attachments"`
+	Permission      bool                   `json:"permission,omitempty"`
+	ProtocolVersion string                 `json:"protocol_version"`
+}
+
+// answerJSON is a permission_response line (F-PERM-2).
+type answerJSON struct {
+	Type      string `json:"type"`
+	RequestID string `json:"request_id"`
+	Behavior  string `json:"behavior"`
+	Message   string `json:"message,omitempty"`
+}
+
+// driver runs probe turns of one profile.
+type driver struct {
+	p       *agentproc.Profile
+	environ []string
+}
+
+// run plays one probe turn and returns what the agent did. It returns only
+// once the agent's whole process group is gone and its goroutines ended.
+func (d *driver) run(ctx context.Context, pl plan) *turn {
+	t := &turn{plan: pl, permission: d.p.Permission, stdinClosedAt: -1, termAt: -1}
+	version := pl.version
+	if version == "" {
+		version = agentproc.ProtocolVersion
+	}
+	atts := pl.attachments
+	if atts == nil {
+		atts = []agentproc.Attachment{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(turnJSON{Type: "turn", Message: pl.message, SessionID: pl.sessionID, SessionName: "default",
+		Attachments: atts, Permission: d.p.Permission, ProtocolVersion: version}) // strings cannot fail
+	t.turnLine = buf.Bytes()
+
+	pr, err := d.p.Start(agentproc.Turn{SessionID: pl.sessionID}, d.environ, nil)
+	if err != nil {
+		t.startErr = err
+		return t
+	}
+	start := time.Now()
+	since := func() time.Duration { return time.Since(start) }
+
+	var wg sync.WaitGroup
+	linesC := make(chan line, 16)
+	wg.Go(func() { readLines(pr.Stdout, start, linesC) })
+	var lines <-chan line = linesC
+	stderr := &tail{max: stderrKeep}
+	stderrDone := make(chan struct{})
+	wg.Go(func() {
+		defer close(stderrDone)
+		_, _ = io.Copy(stderr, pr.Stderr)
+	})
+	exitedC := make(chan struct{})
+	wg.Go(func() {
+		defer close(exitedC)
+		pr.WaitExited()
+	})
+	var exited <-chan struct{} = exitedC
+
+	stdin := pr.Stdin
+	closeStdin := func() {
+		if stdin != nil {
+			stdin.Close()
+			stdin = nil
+			t.stdinClosedAt = since()
+		}
+	}
+	// The line is far smaller than a pipe buffer; the deadline only guards
+	// against the impossible.
+	_ = stdin.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, _ = stdin.Write(t.turnLine)
+	var hold <-chan time.Time
+	if !d.p.Permission {
+		if pl.holdStdin > 0 {
+			hold = time.After(pl.holdStdin)
+		} else {
+			closeStdin() // P-STDIN-1: EOF right after the turn line
+		}
+	}
+
+	bound := time.NewTimer(pl.bound)
+	defer bound.Stop()
+	var term <-chan time.Time
+	if pl.sigterm {
+		term = time.After(termAfter)
+	}
+	sendTerm := func() {
+		if t.termAt < 0 && exited != nil {
+			pr.Signal(syscall.SIGTERM)
+			t.termAt = since()
+			term = nil
+		}
+	}
+	var grace <-chan time.Time
+	killGrace := d.p.KillGrace
+	if killGrace <= 0 {
+		killGrace = agentproc.DefaultKillGrace
+	}
+	answer := time.NewTimer(time.Hour)
+	answer.Stop()
+	defer answer.Stop()
+	seen := map[string]bool{}
+	armAnswer := func() {
+		next := time.Duration(-1)
+		for _, r := range t.requests {
+			if r.answerAt < 0 && r.behavior != "" && (next < 0 || r.due < next) {
+				next = r.due
+			}
+		}
+		if next >= 0 {
+			answer.Reset(max(0, next-since()))
+		}
+	}
+	writeAnswers := func() {
+		now := since()
+		for _, r := range t.requests {
+			if r.answerAt >= 0 || r.behavior == "" || r.due > now || stdin == nil {
+				continue
+			}
+			a := answerJSON{Type: "permission_response", RequestID: r.id, Behavior: r.behavior}
+			if r.behavior == "deny" {
+				a.Message = "denied by agentbridge check"
+			}
+			b, _ := json.Marshal(a)
+			_ = stdin.SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := stdin.Write(append(b, '\n')); err == nil {
+				r.answerAt = since()
+			}
+		}
+		armAnswer()
+	}
+	onLine := func(l line) {
+		t.lines = append(t.lines, l)
+		if pl.sigterm {
+			sendTerm()
+		}
+		if !d.p.Permission || l.raw == nil {
+			return
+		}
+		c := agentproc.Classify(l.raw)
+		if c.Kind != agentproc.KindPermissionRequest {
+			return
+		}
+		r := &request{line: len(t.lines) - 1, at: l.at, answerAt: -1}
+		t.requests = append(t.requests, r)
+		id, ok := stringField(c.Fields, "request_id")
+		if !ok || !agentproc.ValidRequestID(id) || seen[id] {
+			return // the bridge ignores it (a reused id) or cannot answer it
+		}
+		seen[id] = true
+		r.id = id
+		r.behavior = "allow"
+		r.due = l.at + pl.answerDelay
+		if pl.deny || !wellFormedRequest(c.Fields) {
+			r.behavior = "deny" // the bridge denies a malformed request at once
+			if !pl.deny {
+				r.due = l.at
+			}
+		}
+		writeAnswers()
+	}
+
+	var drain <-chan time.Time
+	for lines != nil || exited != nil {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				lines = nil
+				continue
+			}
+			onLine(l)
+		case <-exited:
+			exited = nil
+			t.exitAt = since()
+			drain = time.After(drainWait)
+		case <-drain:
+			t.stdoutLate = true
+			pr.Signal(syscall.SIGKILL) // D-GROUP-1: what holds stdout goes too
+			_ = pr.Stdout.SetReadDeadline(time.Now().Add(pipeWait))
+			drain = nil
+		case <-hold:
+			hold = nil
+			t.holdExpired = true
+			t.holdSnapshot = snapshot(pr.PID)
+			closeStdin()
+		case <-term:
+			sendTerm()
+		case <-grace:
+			grace = nil
+			t.termKilled = true
+			pr.Signal(syscall.SIGKILL)
+		case <-answer.C:
+			writeAnswers()
+		case <-bound.C:
+			t.hung = true
+			t.hungSnapshot = snapshot(pr.PID)
+			pr.Signal(syscall.SIGKILL)
+		case <-ctx.Done():
+			t.cancelled = true
+			pr.Signal(syscall.SIGKILL)
+			ctx = context.Background() // once
+		}
+		if t.termAt >= 0 && grace == nil && !t.termKilled && exited != nil {
+			grace = time.After(killGrace - (since() - t.termAt))
+		}
+	}
+	pr.Signal(syscall.SIGKILL) // D-GROUP-1: nothing the agent started outlives the turn
+	_ = pr.Stderr.SetReadDeadline(time.Now().Add(pipeWait))
+	<-stderrDone
+	closeStdin()
+	if t.stdinClosedAt >= t.exitAt {
+		t.stdinClosedAt = -1 // open for the whole turn
+	}
+	st, _ := pr.Wait()
+	wg.Wait()
+	pr.Stdout.Close()
+	pr.Stderr.Close()
+	if st != nil {
+		t.exitCode = st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.signal = ws.Signal()
+			t.exitCode = 128 + int(ws.Signal())
+		}
+	}
+	t.stderr = stderr.String()
+	return t
+}
+
+// readLines sends every stdout line with its arrival time, keeping lines up
+// to agentproc.MaxLineBytes (a longer one is reported by size only, as the
+// runner skips it), and closes out at the end of stdout.
+func readLines(r io.Reader, start time.Time, out chan<- line) {
+	defer close(out)
+	br := bufio.NewReaderSize(r, 64<<10)
+	var cur []byte
+	size := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += len(chunk)
+		if size <= agentproc.MaxLineBytes+1 {
+			cur = append(cur, chunk...)
+		} else {
+			cur = nil // too long to keep: only its size is reported
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == nil:
+			l := line{at: time.Since(start), size: size - 1}
+			if cur != nil {
+				l.raw = bytes.TrimSuffix(cur[:len(cur)-1], []byte{'\r'})
+			}
+			out <- l
+			cur, size = nil, 0
+		default:
+			if size > 0 {
+				l := line{at: time.Since(start), size: size, noNewline: true, raw: cur}
+				if size > agentproc.MaxLineBytes {
+					l.raw = nil
+				}
+				out <- l
+			}
+			return
+		}
+	}
+}
+
+// wellFormedRequest reports whether a permission request has the fields
+// F-PERM-1 requires (request_id is checked by the caller).
+func wellFormedRequest(f map[string]json.RawMessage) bool {
+	tool, ok := stringField(f, "tool_name")
+	in := bytes.TrimSpace(f["input"])
+	return ok && tool != "" && len(in) > 0 && in[0] == '{'
+}
+
+// stringField decodes the named field as a JSON string.
+func stringField(f map[string]json.RawMessage, name string) (string, bool) {
+	raw := f[name]
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	max int
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+	}
+	return string(bytes.ToValidUTF8(b, []byte("\uFFFD")))
+}

@@ -1,0 +1,71 @@
+package agentproc
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"syscall"
+)
+
+// Process is an agent started the way Run starts one, with the bridge's ends
+// of its pipes left to the caller. It is for tools that must see the agent's
+// own behaviour rather than the runner's reading of it (agentbridge check):
+// they write the turn line themselves, read raw stdout, and signal the
+// process group.
+type Process struct {
+	PID    int
+	Stdin  *os.File // write the turn line (and permission answers) here; close it for EOF
+	Stdout *os.File
+	Stderr *os.File
+
+	pr *proc
+}
+
+// Start starts the profile's agent for turn t exactly as Run would — the
+// same argv, working directory and environment after placeholder and ${VAR}
+// expansion (F-PH-1, F-ENV-1), in its own process group (D-GROUP-1) — but
+// writes nothing to it. The error is the diagnosis Run reports with status
+// 127. Only t's session id and name are used (for the placeholders). log
+// receives env_allowlist warnings; nil discards them. environ is the
+// bridge's environment; nil means os.Environ().
+func (p *Profile) Start(t Turn, environ []string, log *slog.Logger) (*Process, error) {
+	if p.Command == "" {
+		return nil, errors.New("start agent: profile has no command")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if environ == nil {
+		environ = os.Environ()
+	}
+	name := t.SessionName
+	if name == "" {
+		name = "default"
+	}
+	ph := placeholders{profileDir: p.Dir(), sessionID: t.SessionID, sessionName: name}
+	argv, cwd := p.expand(ph)
+	env := childEnv(p, environMap(environ), ph, cwd, log)
+	path, err := locate(argv[0], cwd, env)
+	if err == nil {
+		var pr *proc
+		if pr, err = startAgent(path, argv, env, cwd); err == nil {
+			return &Process{PID: pr.pid, Stdin: pr.stdin, Stdout: pr.stdout, Stderr: pr.stderr, pr: pr}, nil
+		}
+	}
+	return nil, errors.New(diagnose(argv[0], err))
+}
+
+// WaitExited blocks until the agent has exited, without reaping it, so its
+// process group cannot be reused while the caller may still signal it.
+func (pr *Process) WaitExited() { waitExited(pr.PID) }
+
+// Signal sends sig to the agent's whole process group; a group that is
+// already gone is not an error.
+func (pr *Process) Signal(sig syscall.Signal) { signalGroup(pr.PID, sig) }
+
+// Wait reaps the agent and returns how it ended. Call it after WaitExited
+// and the last Signal; the caller still closes the three pipes.
+func (pr *Process) Wait() (*os.ProcessState, error) {
+	err := pr.pr.cmd.Wait()
+	return pr.pr.cmd.ProcessState, err
+}
