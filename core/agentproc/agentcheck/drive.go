@@ -62,6 +62,7 @@ type request struct {
 	due      time.Duration // when the answer is due
 	answerAt time.Duration // when the answer was written; -1 = never
 	behavior string
+	writeErr error // the answer could not be written (the agent closed stdin)
 }
 
 // turn is everything observed in one probe turn.
@@ -206,7 +207,7 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 	armAnswer := func() {
 		next := time.Duration(-1)
 		for _, r := range t.requests {
-			if r.answerAt < 0 && r.behavior != "" && (next < 0 || r.due < next) {
+			if r.answerAt < 0 && r.writeErr == nil && r.behavior != "" && (next < 0 || r.due < next) {
 				next = r.due
 			}
 		}
@@ -217,7 +218,7 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 	writeAnswers := func() {
 		now := since()
 		for _, r := range t.requests {
-			if r.answerAt >= 0 || r.behavior == "" || r.due > now || stdin == nil {
+			if r.answerAt >= 0 || r.writeErr != nil || r.behavior == "" || r.due > now || stdin == nil {
 				continue
 			}
 			a := answerJSON{Type: "permission_response", RequestID: r.id, Behavior: r.behavior}
@@ -225,9 +226,12 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 				a.Message = "denied by agentbridge check"
 			}
 			b, _ := json.Marshal(a)
+			// The answer's time is taken before the write: whatever the
+			// agent prints once it has read the answer comes after it.
+			r.answerAt = since()
 			_ = stdin.SetWriteDeadline(time.Now().Add(time.Second))
-			if _, err := stdin.Write(append(b, '\n')); err == nil {
-				r.answerAt = since()
+			if _, err := stdin.Write(append(b, '\n')); err != nil {
+				r.answerAt, r.writeErr = -1, err
 			}
 		}
 		armAnswer()

@@ -647,6 +647,8 @@ func (c *checker) permissionRules() {
 	case d == nil:
 	case len(d.requests) == 0:
 		c.add("F-PERM-2", NotExercised, "%s", d.at("the agent asked no permission this time"))
+	case d.hung && d.unanswerable():
+		c.add("F-PERM-2", NotExercised, "%s", d.at("it waited for an answer the bridge cannot give (F-PERM-1)"))
 	case d.hung:
 		c.add("F-PERM-2", Fail, "%s", d.at("after its request was denied it never finished: %s", d.outcome()))
 	case a.succeeded() && d.exitedOnItsOwn() && a.reply(c.p.Streaming) != "" && a.reply(c.p.Streaming) == d.reply(c.p.Streaming):
@@ -654,6 +656,28 @@ func (c *checker) permissionRules() {
 	default:
 		c.add("F-PERM-2", Pass, "%s", d.at("denied, it answered %s; allowed, %s", d.outcome(), a.outcome()))
 	}
+}
+
+// unanswerable reports whether the turn has a permission request the
+// bridge could not answer (no usable request_id, or one reused).
+func (t *turn) unanswerable() bool {
+	for _, q := range t.requests {
+		if q.behavior == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// answerable reports whether the turn has a permission request the bridge
+// could answer.
+func (t *turn) answerable() bool {
+	for _, q := range t.requests {
+		if q.behavior != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // endBefore says how the turn ended or gave its result before request q
@@ -728,6 +752,10 @@ func (c *checker) exitRules() {
 		// first turn's is P-STDIN-1's: stdin was at EOF).
 		plain := t == c.first && c.p.Permission || strings.HasPrefix(t.plan.name, "message ")
 		switch {
+		case t.hung && t.unanswerable():
+			// The bridge cannot answer a malformed request: the wait that
+			// follows is F-PERM-1's consequence, not a rule of its own.
+			c.add("F-PERM-1", Fail, "%s", t.at("it then waited for an answer to a request the bridge cannot answer: %s", t.outcome()))
 		case t.hung && plain:
 			c.add("P-PRIN-4", Fail, "%s", t.at("the agent did not exit: %s", t.outcome()))
 		case t.crashed():

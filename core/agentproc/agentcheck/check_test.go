@@ -1,0 +1,224 @@
+package agentcheck
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentbridge/agentbridge/core/agentproc"
+)
+
+func TestMain(m *testing.M) {
+	if mode, ok := os.LookupEnv(agentModeVar); ok {
+		os.Exit(runAgent(mode))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// agentProfile runs this test binary as the agent of the given mode.
+func agentProfile(t *testing.T, mode string, permission bool, grace time.Duration) *agentproc.Profile {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &agentproc.Profile{Name: mode, Command: exe, Env: map[string]string{agentModeVar: mode},
+		Timeout: time.Minute, KillGrace: grace, Streaming: true, Permission: permission}
+}
+
+// check runs the checker on an agent mode with a short turn bound: every
+// hang the broken agents cause is bounded by it.
+func check(t *testing.T, p *agentproc.Profile) *Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, p, Options{Messages: []string{"hello there", "please use the tool"}, TurnTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// Each broken agent fails exactly the rule it breaks — a MUST — and
+// nothing else; agents that fall short of a SHOULD only warn; agents of
+// several good shapes neither fail nor warn.
+func TestAgents(t *testing.T) {
+	for _, tc := range []struct {
+		mode       string
+		permission bool
+		grace      time.Duration
+		fails      []string // exactly these rules fail
+		warns      []string // exactly these rules warn
+	}{
+		// Good agents of several shapes.
+		{mode: "good"},
+		{mode: "stateless"},
+		{mode: "good", permission: true},
+		{mode: "slow-exit", grace: 3 * time.Second},
+
+		// Broken MUSTs.
+		{mode: "reads-to-eof", fails: []string{"P-STDIN-1"}},
+		{mode: "polls-stdin", fails: []string{"P-STDIN-1"}},
+		{mode: "version-strict", fails: []string{"P-TURN-2"}},
+		{mode: "version-ordered", fails: []string{"P-TURN-2"}},
+		{mode: "attachment-crash", fails: []string{"D-ATT-1"}, warns: []string{"P-EXIT-2"}},
+		{mode: "two-results", fails: []string{"P-RES-1"}},
+		{mode: "error-no-message", fails: []string{"P-ERR-1"}},
+		{mode: "bad-session-id", fails: []string{"F-SID-1"}},
+		{mode: "empty-session-id", fails: []string{"F-SID-1"}},
+		{mode: "changing-session-id", fails: []string{"P-SID-4"}},
+		{mode: "mints-session", fails: []string{"P-SID-3"}},
+		{mode: "cannot-resume", fails: []string{"P-SID-3"}, warns: []string{"P-SID-2"}}, // its error leaves the id out
+		{mode: "asks-without-permission", fails: []string{"P-PERM-1"}},
+		{mode: "bad-request-id", permission: true, fails: []string{"F-PERM-1"}},
+		{mode: "dup-request-id", permission: true, fails: []string{"F-PERM-1"}},
+		{mode: "no-wait", permission: true, fails: []string{"P-PERM-3"}},
+		{mode: "ignores-deny", permission: true, fails: []string{"F-PERM-2"}},
+
+		// SHOULDs: warnings only.
+		{mode: "ignores-sigterm", warns: []string{"P-TIME-2"}},
+		{mode: "non-json", warns: []string{"P-OUT-1"}},
+		{mode: "unknown-type", warns: []string{"P-OUT-2"}},
+		{mode: "exit0-after-error", warns: []string{"P-ERR-1"}},
+		{mode: "crash", warns: []string{"P-EXIT-2"}},
+	} {
+		name := tc.mode
+		if tc.permission {
+			name += "/permission"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			grace := tc.grace
+			if grace == 0 {
+				grace = time.Second
+			}
+			rep := check(t, agentProfile(t, tc.mode, tc.permission, grace))
+			var text bytes.Buffer
+			if err := rep.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			fails, warns := rep.Failed(), rep.Warned()
+			if !slices.Equal(fails, tc.fails) || !slices.Equal(warns, tc.warns) {
+				t.Errorf("fails %q warns %q, want fails %q warns %q\n%s", fails, warns, tc.fails, tc.warns, text.String())
+			}
+			if rep.OK != (len(tc.fails) == 0) {
+				t.Errorf("OK = %v with fails %q", rep.OK, fails)
+			}
+		})
+	}
+}
+
+// Probes that need the agent's cooperation are "not exercised", never a
+// pass, when the agent does not cooperate.
+func TestNotExercisedWithoutCooperation(t *testing.T) {
+	rep := check(t, agentProfile(t, "good", true, time.Second))
+	for _, id := range []string{"F-PERM-1", "P-PERM-3", "F-PERM-2"} {
+		if r, _ := rep.Result(id); r.Status != Pass {
+			t.Errorf("%s with a tool prompt: %s %q", id, r.Status, r.Evidence)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, agentProfile(t, "good", true, time.Second), Options{Messages: []string{"hello"}, TurnTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"F-PERM-1", "P-PERM-3", "F-PERM-2"} {
+		if r, _ := rep.Result(id); r.Status != NotExercised || !strings.Contains(strings.Join(r.Evidence, " "), "--message") {
+			t.Errorf("%s without a tool prompt: %s %q, want not exercised, pointing at --message", id, r.Status, r.Evidence)
+		}
+	}
+	if !rep.OK {
+		t.Errorf("not exercised must not fail: %q", rep.Failed())
+	}
+}
+
+// The JSON report has the documented shape: every rule once, in order,
+// with a status, its words and evidence; every turn with its lines.
+func TestReportJSON(t *testing.T) {
+	rep := check(t, agentProfile(t, "two-results", false, time.Second))
+	var buf bytes.Buffer
+	if err := rep.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		OK     bool `json:"ok"`
+		Counts map[string]int
+		Rules  []struct {
+			ID, Level, Status, Words string
+			Evidence                 []string
+		}
+		Turns []struct {
+			Name     string   `json:"name"`
+			TurnLine string   `json:"turn_line"`
+			ExitCode *int     `json:"exit_code"`
+			Lines    []string `json:"lines"`
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.OK || got.Counts["fail"] != 1 {
+		t.Errorf("ok %v counts %v, want one fail", got.OK, got.Counts)
+	}
+	if len(got.Rules) != len(Rules) {
+		t.Fatalf("%d rules, want %d", len(got.Rules), len(Rules))
+	}
+	for i, r := range got.Rules {
+		if r.ID != Rules[i].ID || r.Words != Rules[i].Words || len(r.Evidence) == 0 || !slices.Contains([]string{"pass", "fail", "warn", "not_exercised"}, r.Status) {
+			t.Errorf("rule %d: %+v", i, r)
+		}
+		if r.ID == "P-RES-1" && (r.Status != "fail" || !strings.Contains(r.Evidence[0], "2 result events")) {
+			t.Errorf("P-RES-1: %+v", r)
+		}
+	}
+	if len(got.Turns) < 8 || got.Turns[0].Name != "first turn" || !strings.Contains(got.Turns[0].TurnLine, `"protocol_version":"0.4"`) ||
+		got.Turns[0].ExitCode == nil || len(got.Turns[0].Lines) == 0 {
+		t.Errorf("turns: %+v", got.Turns)
+	}
+}
+
+// A profile whose agent cannot start is an error, not a report of passes.
+func TestCannotStart(t *testing.T) {
+	p := &agentproc.Profile{Command: "agentcheck-no-such-agent", Timeout: time.Minute}
+	_, err := Run(context.Background(), p, Options{Environ: []string{"PATH=" + t.TempDir()}})
+	if err == nil || !strings.Contains(err.Error(), `agent command "agentcheck-no-such-agent" not found on PATH`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// Every rule's words are spec/protocol.md's own, verbatim.
+func TestRuleWordsAreTheSpecs(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	spec, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "spec", "protocol.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := func(s string) string {
+		return regexp.MustCompile(`\s+`).ReplaceAllString(strings.ReplaceAll(s, "**", ""), " ")
+	}
+	text := norm(string(spec))
+	seen := map[string]bool{}
+	for _, r := range Rules {
+		if seen[r.ID] {
+			t.Errorf("%s listed twice", r.ID)
+		}
+		seen[r.ID] = true
+		if !strings.Contains(text, norm(r.Words)) {
+			t.Errorf("%s: %q is not in spec/protocol.md", r.ID, r.Words)
+		}
+		if !strings.Contains(text, r.ID) {
+			t.Errorf("%s is not cited in spec/protocol.md", r.ID)
+		}
+	}
+}
