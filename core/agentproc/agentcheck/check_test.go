@@ -32,7 +32,7 @@ func agentProfile(t *testing.T, mode string, permission bool, grace time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &agentproc.Profile{Name: mode, Command: exe, Env: map[string]string{agentModeVar: mode},
+	return &agentproc.Profile{Name: mode, Command: exe, Env: map[string]string{agentModeVar: mode, "GORACE": "atexit_sleep_ms=0"},
 		Timeout: time.Minute, KillGrace: grace, Streaming: true, Permission: permission}
 }
 

@@ -119,4 +119,5 @@ func TestClaudeCodeLive(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "touched.txt")); !os.IsNotExist(err) {
 		t.Errorf("denied Bash tool ran anyway (stat: %v)", err)
 	}
+	e.check(t, "claude-code", "say hello", "please USE_TOOL now")
 }

@@ -136,4 +136,5 @@ func TestCodexApprovalLive(t *testing.T) {
 	if _, err := os.Stat(touched); !os.IsNotExist(err) {
 		t.Errorf("denied command ran anyway (stat: %v)", err)
 	}
+	e.check(t, "codex", "say hi", "please USE_TOOL now")
 }

@@ -144,4 +144,5 @@ func TestGeminiLive(t *testing.T) {
 	if got := strings.Join(second.Partials, ""); !strings.Contains(got, "Request with 3 contents.") {
 		t.Errorf("resumed turn: %q, want the history (3 contents) resent", got)
 	}
+	e.check(t, "gemini-cli", "say hi")
 }

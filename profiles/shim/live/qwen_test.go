@@ -88,6 +88,8 @@ func TestQwenCodeLive(t *testing.T) {
 		t.Errorf("resumed turn saw as many messages as the first (%q): history not resumed", b)
 	}
 
+	e.check(t, "qwen-code", "say hi")
+
 	if os.Getenv("AGENTBRIDGE_LIVE_SLOW") == "" {
 		// Qwen 0.15.10 spends 10–20 s after a tool call (passed when run
 		// with AGENTBRIDGE_LIVE_SLOW=1); the replay tests cover the wire.

@@ -521,6 +521,11 @@ func Begin(em *Emitter, name string, c CLI, stdin io.Reader, stderr io.Writer, a
 	if err != nil {
 		return Setup{}, em.Fail(fmt.Sprintf("shim %s: %v", name, err))
 	}
+	if turn.Message == "" && len(turn.Attachments) == 0 {
+		// F-EMPTY-1: the bridge never sends one, but a CLI given an empty
+		// prompt may wait for one on its own stdin (qwen does).
+		return Setup{}, em.Fail(fmt.Sprintf("shim %s: empty turn: no message and no attachment", name))
+	}
 	st := Setup{CLI: c, Turn: turn, In: in, Args: fs.Args(), Resume: turn.SessionID}
 	if st.Resume != "" && !Resumable(st.Resume) {
 		fmt.Fprintf(stderr, "shim %s: session id %q is not one %s can resume; starting a new session\n", name, st.Resume, c.Bin)

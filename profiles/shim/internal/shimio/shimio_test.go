@@ -166,3 +166,20 @@ func TestWithDefaults(t *testing.T) {
 		t.Errorf("environment (-want +got):\n%s", diff)
 	}
 }
+
+// TestBeginRefusesEmptyTurn: F-EMPTY-1 — a turn with neither message nor
+// attachment is an error event, never handed to the CLI (qwen waits for a
+// prompt on its own stdin when given an empty one).
+func TestBeginRefusesEmptyTurn(t *testing.T) {
+	var out, stderr strings.Builder
+	in := strings.NewReader(`{"type":"turn","message":"","session_id":"","attachments":[],"protocol_version":"0.4"}` + "\n")
+	_, err := Begin(NewEmitter(&out), "qwen", CLI{Bin: "qwen"}, in, &stderr, nil, nil)
+	if err == nil || !strings.Contains(out.String(), `"type":"error"`) || !strings.Contains(out.String(), "empty turn") {
+		t.Errorf("Begin(empty turn) = %v, stdout %q; want an error event", err, out.String())
+	}
+	in = strings.NewReader(`{"type":"turn","message":"","session_id":"","attachments":[{"kind":"image","url":"file:///a.png"}],"protocol_version":"0.4"}` + "\n")
+	out.Reset()
+	if _, err := Begin(NewEmitter(&out), "qwen", CLI{Bin: "qwen"}, in, &stderr, nil, nil); err != nil || out.Len() != 0 {
+		t.Errorf("Begin(image-only turn) = %v, stdout %q; want it accepted", err, out.String())
+	}
+}
