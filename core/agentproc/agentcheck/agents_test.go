@@ -94,7 +94,7 @@ func (a *agent) play() int {
 			return 1
 		}
 	}
-	if t.Message == "" && len(t.Attachments) == 0 {
+	if t.Message == "" && (len(t.Attachments) == 0 || a.mode == "attachment-as-empty") {
 		if a.mode == "error-no-message" {
 			a.emit(map[string]any{"type": "error", "text": "nothing to do"})
 			return 1

@@ -91,6 +91,7 @@ func TestAgents(t *testing.T) {
 		{mode: "unknown-type", warns: []string{"P-OUT-2"}},
 		{mode: "exit0-after-error", warns: []string{"P-ERR-1"}},
 		{mode: "crash", warns: []string{"P-EXIT-2"}},
+		{mode: "attachment-as-empty", warns: []string{"D-ATT-1"}},
 	} {
 		name := tc.mode
 		if tc.permission {

@@ -187,12 +187,8 @@ func (t *turn) outcome() string {
 	if t.signal != 0 {
 		fmt.Fprintf(&b, " (%s)", t.signal)
 	}
-	for _, e := range t.events() {
-		if e.kind == agentproc.KindError {
-			msg, _ := stringField(e.fields, "message")
-			fmt.Fprintf(&b, ", error %q", clip([]byte(msg), 100))
-			break
-		}
+	if t.errored() {
+		fmt.Fprintf(&b, ", error %q", clip([]byte(errorMessage(t)), 100))
 	}
 	if r := t.reply(true); r != "" {
 		fmt.Fprintf(&b, ", reply %q", clip([]byte(r), 80))
@@ -515,9 +511,22 @@ func (c *checker) attachRule() {
 		c.add("D-ATT-1", Fail, "%s", t.at("the image-only turn never finished: %s", t.outcome()))
 	case t.crashed():
 		c.add("D-ATT-1", Fail, "%s", t.at("the image-only turn crashed: %s, no error event; stderr: %s", t.outcome(), clip([]byte(lastLines(t.stderr, 3)), 200)))
+	case t.errored() && c.empty != nil && errorMessage(t) == errorMessage(c.empty):
+		c.add("D-ATT-1", Warn, "%s", t.at("answered the image-only turn with the empty turn's own error %q: it takes a turn with attachments for an empty one", errorMessage(t)))
 	default:
 		c.add("D-ATT-1", Pass, "%s", t.at("answered the image-only turn: %s", t.outcome()))
 	}
+}
+
+// errorMessage is the message of the turn's first error event.
+func errorMessage(t *turn) string {
+	for _, e := range t.events() {
+		if e.kind == agentproc.KindError {
+			msg, _ := stringField(e.fields, "message")
+			return msg
+		}
+	}
+	return ""
 }
 
 // lastLines returns the last n lines of s.
@@ -799,6 +808,9 @@ func (c *checker) vacuous() {
 	}
 	if len(c.f["P-ERR-1"]) == 0 {
 		c.add("P-ERR-1", NotExercised, "no turn sent an error event (the empty turn is meant to draw one)")
+	}
+	if len(c.f["F-USAGE-1"]) == 0 {
+		c.add("F-USAGE-1", NotExercised, "no result or error event carried usage")
 	}
 	if len(c.f["P-ERR-2"]) == 0 {
 		c.add("P-ERR-2", NotExercised, "no turn sent an error event")
