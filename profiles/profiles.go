@@ -66,18 +66,10 @@ func Load(cfg *config.Config) (map[string]*agentproc.Profile, error) {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(cfg.Profiles)) {
 		ref := cfg.Profiles[name]
-		var p *agentproc.Profile
-		var err error
-		switch {
-		case ref == "":
+		if ref == "" {
 			continue // the config reports it
-		case ref == config.BuiltinPrefix+"demo":
-			p, err = Demo(filepath.Join(filepath.Dir(cfg.Store), "demo-state"))
-		case strings.HasPrefix(ref, config.BuiltinPrefix):
-			err = fmt.Errorf("unknown built-in profile %q (known: builtin:demo)", ref)
-		default:
-			p, err = agentproc.LoadProfile(ref)
 		}
+		p, err := Open(ref, filepath.Join(filepath.Dir(cfg.Store), "demo-state"))
 		if err != nil {
 			errs = append(errs, cfg.Problem("profiles."+name, "%v", indent(err)))
 			continue
@@ -88,6 +80,18 @@ func Load(cfg *config.Config) (map[string]*agentproc.Profile, error) {
 		profiles[name] = p
 	}
 	return profiles, errors.Join(errs...)
+}
+
+// Open loads the profile ref names: "builtin:demo" (the demo agent keeping
+// its memory under demoState) or a profile file.
+func Open(ref, demoState string) (*agentproc.Profile, error) {
+	switch {
+	case ref == config.BuiltinPrefix+"demo":
+		return Demo(demoState)
+	case strings.HasPrefix(ref, config.BuiltinPrefix):
+		return nil, fmt.Errorf("unknown built-in profile %q (known: builtin:demo)", ref)
+	}
+	return agentproc.LoadProfile(ref)
 }
 
 // indent puts each line of a multi-line error on its own indented line

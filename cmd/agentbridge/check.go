@@ -9,9 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentbridge/agentbridge/config"
-	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/agentproc/agentcheck"
+	"github.com/agentbridge/agentbridge/profiles"
 )
 
 const checkUsage = `usage: agentbridge check PROFILE [--message TEXT]... [--timeout DURATION] [--json]
@@ -83,26 +82,17 @@ func cmdCheck(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if *timeout < 0 {
 		return usageErrorf("check: --timeout must not be negative")
 	}
-	var prof *agentproc.Profile
-	label := profile
-	switch {
-	case profile == config.BuiltinPrefix+"demo":
-		var state string
-		state, err = os.MkdirTemp("", "agentbridge-check-demo-")
-		if err != nil {
-			return fmt.Errorf("check: %w", err)
-		}
-		defer os.RemoveAll(state)
-		if prof, err = demoProfile(state); err != nil {
-			return fmt.Errorf("check: %w", err)
-		}
-	case strings.HasPrefix(profile, config.BuiltinPrefix):
-		return usageErrorf("check: unknown built-in profile %q (known: builtin:demo)", profile)
-	default:
-		if prof, err = agentproc.LoadProfile(profile); err != nil {
-			return usageErrorf("check: %v", err)
-		}
+	// The demo's memory lives only as long as the check.
+	state, err := os.MkdirTemp("", "agentbridge-check-demo-")
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
 	}
+	defer os.RemoveAll(state)
+	prof, err := profiles.Open(profile, state)
+	if err != nil {
+		return usageErrorf("check: %v", err)
+	}
+	label := profile
 	fmt.Fprintf(stderr, "agentbridge check: probing %s, each turn at most %s…\n", label, agentcheck.TurnBound(prof, *timeout))
 	rep, err := agentcheck.Run(ctx, prof, agentcheck.Options{Messages: msgs, TurnTimeout: *timeout, Label: label})
 	if err != nil {

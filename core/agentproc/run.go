@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -61,20 +60,10 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 	if p.Name != "" {
 		log = log.With(slog.String("profile", p.Name))
 	}
-	environ := opts.Environ
-	if environ == nil {
-		environ = os.Environ()
-	}
-	bridge := environMap(environ)
 	sessionName := t.SessionName
 	if sessionName == "" {
 		sessionName = "default"
 	}
-	ph := placeholders{profileDir: p.Dir(), sessionID: t.SessionID, sessionName: sessionName, conversationID: t.ConversationID}
-	argv, cwd := p.expand(ph)
-	command := argv[0]
-	env := childEnv(p, bridge, ph, cwd, log)
-
 	out := Outcome{TimeLimit: p.timeout()}
 	start := time.Now()
 	if ctx.Err() != nil {
@@ -82,11 +71,7 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 		out.ExitCode = stopCode(out.Stopped)
 		return out, nil
 	}
-	path, err := locate(command, cwd, env)
-	if err != nil {
-		return startFailed(out, command, err, start, log), nil
-	}
-	pr, err := startAgent(path, argv, env, cwd)
+	pr, command, err := launch(p, t, opts.Environ, log)
 	if err != nil {
 		return startFailed(out, command, err, start, log), nil
 	}

@@ -25,9 +25,9 @@ type Process struct {
 // same argv, working directory and environment after placeholder and ${VAR}
 // expansion (F-PH-1, F-ENV-1), in its own process group (D-GROUP-1) — but
 // writes nothing to it. The error is the diagnosis Run reports with status
-// 127. Only t's session id and name are used (for the placeholders). log
-// receives env_allowlist warnings; nil discards them. environ is the
-// bridge's environment; nil means os.Environ().
+// 127. Only t's session and conversation fields are used (for the
+// placeholders). log receives env_allowlist warnings; nil discards them.
+// environ is the bridge's environment; nil means os.Environ().
 func (p *Profile) Start(t Turn, environ []string, log *slog.Logger) (*Process, error) {
 	if p.Command == "" {
 		return nil, errors.New("start agent: profile has no command")
@@ -35,6 +35,17 @@ func (p *Profile) Start(t Turn, environ []string, log *slog.Logger) (*Process, e
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	pr, command, err := launch(p, t, environ, log)
+	if err != nil {
+		return nil, errors.New(diagnose(command, err))
+	}
+	return &Process{PID: pr.pid, Stdin: pr.stdin, Stdout: pr.stdout, Stderr: pr.stderr, pr: pr}, nil
+}
+
+// launch starts p's agent for turn t: argv, working directory and
+// environment expanded for t, the command found on the agent's PATH. On
+// failure it returns the expanded command name for the diagnosis.
+func launch(p *Profile, t Turn, environ []string, log *slog.Logger) (*proc, string, error) {
 	if environ == nil {
 		environ = os.Environ()
 	}
@@ -42,17 +53,15 @@ func (p *Profile) Start(t Turn, environ []string, log *slog.Logger) (*Process, e
 	if name == "" {
 		name = "default"
 	}
-	ph := placeholders{profileDir: p.Dir(), sessionID: t.SessionID, sessionName: name}
+	ph := placeholders{profileDir: p.Dir(), sessionID: t.SessionID, sessionName: name, conversationID: t.ConversationID}
 	argv, cwd := p.expand(ph)
 	env := childEnv(p, environMap(environ), ph, cwd, log)
 	path, err := locate(argv[0], cwd, env)
-	if err == nil {
-		var pr *proc
-		if pr, err = startAgent(path, argv, env, cwd); err == nil {
-			return &Process{PID: pr.pid, Stdin: pr.stdin, Stdout: pr.stdout, Stderr: pr.stderr, pr: pr}, nil
-		}
+	if err != nil {
+		return nil, argv[0], err
 	}
-	return nil, errors.New(diagnose(argv[0], err))
+	pr, err := startAgent(path, argv, env, cwd)
+	return pr, argv[0], err
 }
 
 // WaitExited blocks until the agent has exited, without reaping it, so its
@@ -66,6 +75,6 @@ func (pr *Process) Signal(sig syscall.Signal) { signalGroup(pr.PID, sig) }
 // Wait reaps the agent and returns how it ended. Call it after WaitExited
 // and the last Signal; the caller still closes the three pipes.
 func (pr *Process) Wait() (*os.ProcessState, error) {
-	err := pr.pr.cmd.Wait()
+	err := pr.pr.wait()
 	return pr.pr.cmd.ProcessState, err
 }
