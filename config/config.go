@@ -15,6 +15,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
@@ -168,6 +169,22 @@ func (c *Config) Enabled() []Account {
 		}
 	}
 	return out
+}
+
+// EnableHint says how to turn a platform on, for a config that enables
+// none: "set enabled: true under slack, discord or telegram".
+func (c *Config) EnableHint() string {
+	var names []string
+	for _, a := range c.Accounts {
+		names = append(names, a.Name)
+	}
+	switch len(names) {
+	case 0:
+		return "this build knows no platform"
+	case 1:
+		return "set enabled: true under " + names[0]
+	}
+	return "set enabled: true under " + strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // Account returns the account whose section key is name.

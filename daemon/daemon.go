@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -69,7 +68,7 @@ func Serve(ctx context.Context, opts Options) error {
 	}
 	accounts := cfg.Enabled()
 	if len(accounts) == 0 {
-		return &ConfigError{fmt.Errorf("no platform is enabled in %s: set enabled: true under %s", opts.ConfigPath, sectionNames(cfg))}
+		return &ConfigError{fmt.Errorf("no platform is enabled in %s: %s", opts.ConfigPath, cfg.EnableHint())}
 	}
 
 	st, err := store.Open(cfg.Store, store.Options{Log: log})
@@ -139,22 +138,6 @@ func Serve(ctx context.Context, opts Options) error {
 		return fmt.Errorf("%w: %w", ErrEveryAdapterStopped, errors.Join(fatalErrs...))
 	}
 	return nil
-}
-
-// sectionNames lists the platform sections a config may enable, for the
-// "no platform is enabled" message: "slack, discord or telegram".
-func sectionNames(cfg *config.Config) string {
-	var names []string
-	for _, a := range cfg.Accounts {
-		names = append(names, a.Name)
-	}
-	switch len(names) {
-	case 0:
-		return "a platform section"
-	case 1:
-		return names[0]
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // supervise keeps one adapter running, restarting it with backoff, so one

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/profiles"
@@ -110,11 +109,7 @@ func Check(path string, kinds []config.Kind) *Report {
 		r.Platforms = append(r.Platforms, a.Name)
 	}
 	if len(r.Platforms) == 0 {
-		var names []string
-		for _, a := range cfg.Accounts {
-			names = append(names, a.Name)
-		}
-		msg := "no platform is enabled, so serve will refuse to start: set enabled: true under " + strings.Join(names, ", ")
+		msg := "no platform is enabled, so serve will refuse to start: " + cfg.EnableHint()
 		r.Warnings = append(r.Warnings, Problem{File: path, Line: 1, Problem: msg, Message: path + ":1: " + msg})
 	}
 	r.Valid = len(r.Errors) == 0

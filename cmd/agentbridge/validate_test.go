@@ -60,7 +60,7 @@ bogus: 1
 		filepath.Join(dir, "broken.yaml") + ":2: colour: unknown key",
 		filepath.Join(dir, "broken.yaml") + ":3: timeout_secs:",
 		`warning: profile claude: its shim runs claude: agent command "claude" not found on PATH; its turns will fail until that is fixed`,
-		"warning: " + cfg + ":1: no platform is enabled, so serve will refuse to start: set enabled: true under slack, discord, telegram",
+		"warning: " + cfg + ":1: no platform is enabled, so serve will refuse to start: set enabled: true under slack, discord or telegram",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stderr lacks %q", want)
