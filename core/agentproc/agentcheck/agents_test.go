@@ -148,6 +148,11 @@ func (a *agent) play() int {
 		a.raw("starting up...\n")
 	case "unknown-type":
 		a.emit(map[string]any{"type": "debug", "text": "thinking about it"})
+	case "long-line":
+		a.raw(`{"type":"partial","text":"` + strings.Repeat("x", 9<<20) + "\"}\n")
+	case "no-newline":
+		a.raw(`{"type":"result","text":"no newline"}`)
+		return 0
 	}
 
 	if a.mode == "slow-exit" || a.mode == "ignores-sigterm" {

@@ -89,6 +89,8 @@ func TestAgents(t *testing.T) {
 		{mode: "ignores-sigterm", warns: []string{"P-TIME-2"}},
 		{mode: "non-json", warns: []string{"P-OUT-1"}},
 		{mode: "unknown-type", warns: []string{"P-OUT-2"}},
+		{mode: "long-line", warns: []string{"D-LINE-1"}},
+		{mode: "no-newline", warns: []string{"P-OUT-1"}},
 		{mode: "exit0-after-error", warns: []string{"P-ERR-1"}},
 		{mode: "crash", warns: []string{"P-EXIT-2"}},
 		{mode: "attachment-as-empty", warns: []string{"D-ATT-1"}},
@@ -222,4 +224,35 @@ func TestRuleWordsAreTheSpecs(t *testing.T) {
 			t.Errorf("%s is not cited in spec/protocol.md", r.ID)
 		}
 	}
+}
+
+// FuzzLineChecks: whatever an agent prints, the line checks neither panic
+// nor fail a SHOULD rule, and every finding names a known rule.
+func FuzzLineChecks(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"partial","text":"a","session_id":"s"}` + "\n" + `{"type":"result","text":"","usage":{"input_tokens":"x"}}`,
+		`{"type":"error"}` + "\n" + `{"type":"result","text":"late"}` + "\n" + `{"type":"result"}`,
+		`{"type":"permission_request","request_id":"a b","input":[]}` + "\n" + `not json` + "\n" + `[1]`,
+		`{"type":"text","session_id":"x/y"}` + "\n" + `{"type":"partial","role":7,"usage":{}}` + "\n\xff",
+	} {
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, out []byte, permission bool) {
+		tr := &turn{plan: plan{name: "fuzz", sessionID: "in"}, permission: permission, stdinClosedAt: -1, termAt: -1}
+		for i, b := range bytes.Split(out, []byte("\n")) {
+			tr.lines = append(tr.lines, line{at: time.Duration(i), raw: b, size: len(b)})
+		}
+		c := &checker{p: &agentproc.Profile{Permission: permission, Streaming: true}, f: map[string][]finding{}, turns: []*turn{tr}}
+		c.lines(tr)
+		for id, fs := range c.f {
+			r := rule(id) // panics on an unknown id
+			for _, f := range fs {
+				if f.status == Fail && r.Level != Must {
+					t.Errorf("%s (%s) failed: %s", id, r.Level, f.text)
+				}
+			}
+		}
+		_ = tr.reply(true)
+		_ = tr.events()
+	})
 }

@@ -1,17 +1,17 @@
 package agentcheck
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/internal/lines"
+	"github.com/agentbridge/agentbridge/internal/tail"
 )
 
 // Bounds of the driver that are not the profile's.
@@ -146,13 +146,14 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 
 	var wg sync.WaitGroup
 	linesC := make(chan line, 16)
-	wg.Go(func() { readLines(pr.Stdout, start, linesC) })
+	var cut bool // written before linesC closes
+	wg.Go(func() { readLines(pr.Stdout, start, linesC, &cut) })
 	var lines <-chan line = linesC
-	stderr := &tail{max: stderrKeep}
+	stderr := &tail.Buffer{Max: stderrKeep}
 	stderrDone := make(chan struct{})
 	wg.Go(func() {
 		defer close(stderrDone)
-		_, _ = io.Copy(stderr, pr.Stderr)
+		_, _ = stderr.ReadFrom(pr.Stderr)
 	})
 	exitedC := make(chan struct{})
 	wg.Go(func() {
@@ -311,6 +312,9 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 			grace = time.After(killGrace - (since() - t.termAt))
 		}
 	}
+	if cut && len(t.lines) > 0 {
+		t.lines[len(t.lines)-1].noNewline = true
+	}
 	pr.Signal(syscall.SIGKILL) // D-GROUP-1: nothing the agent started outlives the turn
 	_ = pr.Stderr.SetReadDeadline(time.Now().Add(pipeWait))
 	<-stderrDone
@@ -333,43 +337,35 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 	return t
 }
 
-// readLines sends every stdout line with its arrival time, keeping lines up
-// to agentproc.MaxLineBytes (a longer one is reported by size only, as the
-// runner skips it), and closes out at the end of stdout.
-func readLines(r io.Reader, start time.Time, out chan<- line) {
+// readLines sends every stdout line with its arrival time — a line over
+// agentproc.MaxLineBytes by size only, as the runner skips it — and closes
+// out at the end of stdout, after setting *cut when the last line had no
+// newline.
+func readLines(r io.Reader, start time.Time, out chan<- line, cut *bool) {
 	defer close(out)
-	br := bufio.NewReaderSize(r, 64<<10)
-	var cur []byte
-	size := 0
-	for {
-		chunk, err := br.ReadSlice('\n')
-		size += len(chunk)
-		if size <= agentproc.MaxLineBytes+1 {
-			cur = append(cur, chunk...)
-		} else {
-			cur = nil // too long to keep: only its size is reported
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == nil:
-			l := line{at: time.Since(start), size: size - 1}
-			if cur != nil {
-				l.raw = bytes.TrimSuffix(cur[:len(cur)-1], []byte{'\r'})
-			}
-			out <- l
-			cur, size = nil, 0
-		default:
-			if size > 0 {
-				l := line{at: time.Since(start), size: size, noNewline: true, raw: cur}
-				if size > agentproc.MaxLineBytes {
-					l.raw = nil
-				}
-				out <- l
-			}
-			return
-		}
+	last := &lastByte{r: r}
+	_ = lines.Read(last, agentproc.MaxLineBytes, func(b []byte) error {
+		out <- line{at: time.Since(start), raw: bytes.Clone(b), size: len(b)}
+		return nil
+	}, func(n int) {
+		out <- line{at: time.Since(start), size: n}
+	})
+	*cut = last.n > 0 && last.b != '\n'
+}
+
+// lastByte remembers the last byte read through it.
+type lastByte struct {
+	r io.Reader
+	b byte
+	n int64
+}
+
+func (l *lastByte) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.b, l.n = p[n-1], l.n+int64(n)
 	}
+	return n, err
 }
 
 // wellFormedRequest reports whether a permission request has the fields
@@ -391,31 +387,4 @@ func stringField(f map[string]json.RawMessage, name string) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	max int
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.max {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	if len(b) > t.max {
-		b = b[len(b)-t.max:]
-	}
-	return string(bytes.ToValidUTF8(b, []byte("\uFFFD")))
 }

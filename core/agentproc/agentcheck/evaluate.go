@@ -176,7 +176,7 @@ func (t *turn) crashed() bool {
 func (t *turn) outcome() string {
 	switch {
 	case t.hung:
-		return fmt.Sprintf("still running after %s, killed (%s)", t.plan.bound, t.hungSnapshot)
+		return fmt.Sprintf("still running after %s, killed (%s; a slow agent needs a longer --timeout)", t.plan.bound, t.hungSnapshot)
 	case t.termKilled:
 		return "SIGKILLed kill_grace_secs after SIGTERM"
 	case t.cancelled:
