@@ -199,7 +199,11 @@ func (a *agent) askTool() string {
 		ids = []string{"req-1", "req-1"}
 	}
 	for _, id := range ids {
-		a.emit(map[string]any{"type": "permission_request", "request_id": id, "tool_name": "Bash", "input": map[string]any{"command": "echo ok > f.txt"}})
+		req := map[string]any{"type": "permission_request", "request_id": id, "tool_name": "Bash", "input": map[string]any{"command": "echo ok > f.txt"}}
+		if a.mode == "missing-tool-name" {
+			delete(req, "tool_name")
+		}
+		a.emit(req)
 	}
 	for range ids {
 		line, err := a.in.ReadBytes('\n')

@@ -83,7 +83,7 @@ func Run(ctx context.Context, p *agentproc.Profile, opts Options) (*Report, erro
 	if !c.first.hung {
 		for i, m := range msgs[1:] {
 			t := run(plan{name: fmt.Sprintf("message %d", i+2), message: m, answerDelay: answerDelay})
-			if !c.asked.answerable() && t.answerable() {
+			if !c.asked.allowed() && t.allowed() {
 				c.asked = t
 			}
 		}
@@ -94,7 +94,7 @@ func Run(ctx context.Context, p *agentproc.Profile, opts Options) (*Report, erro
 			hold := min(bound, max(minHoldStdin, 3*c.first.exitAt))
 			c.stdin = run(plan{name: "stdin held open", message: msgs[0], holdStdin: hold})
 		}
-		if p.Permission && c.asked.answerable() {
+		if p.Permission && c.asked.allowed() {
 			c.deny = run(plan{name: "deny", message: c.asked.plan.message, deny: true})
 		}
 		c.empty = run(plan{name: "empty turn"})

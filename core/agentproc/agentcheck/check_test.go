@@ -82,6 +82,7 @@ func TestAgents(t *testing.T) {
 		{mode: "asks-without-permission", fails: []string{"P-PERM-1"}},
 		{mode: "bad-request-id", permission: true, fails: []string{"F-PERM-1"}},
 		{mode: "dup-request-id", permission: true, fails: []string{"F-PERM-1"}},
+		{mode: "missing-tool-name", permission: true, fails: []string{"F-PERM-1"}},
 		{mode: "no-wait", permission: true, fails: []string{"P-PERM-3"}},
 		{mode: "ignores-deny", permission: true, fails: []string{"F-PERM-2"}},
 

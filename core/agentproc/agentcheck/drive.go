@@ -288,6 +288,9 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 			drain = nil
 		case <-hold:
 			hold = nil
+			if exited == nil {
+				break // it finished in time; the exit was only seen late
+			}
 			t.holdExpired = true
 			t.holdSnapshot = snapshot(pr.PID)
 			closeStdin()
@@ -295,11 +298,17 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 			sendTerm()
 		case <-grace:
 			grace = nil
+			if exited == nil {
+				break
+			}
 			t.termKilled = true
 			pr.Signal(syscall.SIGKILL)
 		case <-answer.C:
 			writeAnswers()
 		case <-bound.C:
+			if exited == nil {
+				break // only stdout is still open: the drain ends that
+			}
 			t.hung = true
 			t.hungSnapshot = snapshot(pr.PID)
 			pr.Signal(syscall.SIGKILL)

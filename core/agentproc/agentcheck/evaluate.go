@@ -678,11 +678,11 @@ func (t *turn) unanswerable() bool {
 	return false
 }
 
-// answerable reports whether the turn has a permission request the bridge
-// could answer.
-func (t *turn) answerable() bool {
+// allowed reports whether the turn has a permission request the checker
+// allowed (a malformed one is denied at once, as the bridge does).
+func (t *turn) allowed() bool {
 	for _, q := range t.requests {
-		if q.behavior != "" {
+		if q.behavior == "allow" && q.answerAt >= 0 {
 			return true
 		}
 	}
