@@ -89,6 +89,15 @@ func Serve(ctx context.Context, opts Options) error {
 	}
 	m := metrics.New()
 	m.Known(names, profileNames(cfg))
+	// The listener comes first: if its address is taken, nothing has
+	// started that would need stopping.
+	if cfg.Metrics.Listen != "" {
+		srv, err := metrics.Serve(cfg.Metrics.Listen, m, log)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
 	eng := engine.New(st, settings(cfg, profs), engine.Options{Log: log, Observer: m})
 
 	var wg sync.WaitGroup
@@ -105,13 +114,6 @@ func Serve(ctx context.Context, opts Options) error {
 	}
 	if err := eng.Recover(ctx); err != nil {
 		log.Error("could not report all interrupted turns", "err", err)
-	}
-	if cfg.Metrics.Listen != "" {
-		srv, err := metrics.Serve(cfg.Metrics.Listen, m, log)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
 	}
 	r := reloader{path: opts.ConfigPath, kinds: opts.Platforms, eng: eng, metrics: m, platforms: names, log: log}
 	wg.Go(func() { r.run(runCtx, opts.Hangup) })

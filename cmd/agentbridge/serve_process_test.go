@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -250,5 +251,37 @@ telegram:
 	}
 	if p.err != nil {
 		t.Fatalf("serve: %v\n%s", p.err, p.Log())
+	}
+}
+
+// TestServeMetricsAddressTaken: a metrics address already in use stops
+// serve at start with the reason, before any adapter runs.
+func TestServeMetricsAddressTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	const token = "987654:TAKEN-SECRET"
+	t.Setenv("AGENTBRIDGE_TEST_TG_TOKEN", token)
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`store: %s
+profiles: {demo: builtin:demo}
+default_profile: demo
+metrics: {listen: "%s"}
+telegram:
+  enabled: true
+  token: ${AGENTBRIDGE_TEST_TG_TOKEN}
+  api_url: %s
+  allow_users: ["1001"]
+`, filepath.Join(t.TempDir(), "bridge.db"), taken.Addr(), fake.URL))
+	var stderr tgLogBuffer
+	err = run(t.Context(), []string{"serve", "--config", cfg}, nil, &tgLogBuffer{}, &stderr)
+	if code := exitStatus(err, &stderr); code != 1 || !strings.Contains(stderr.String(), "metrics listener") {
+		t.Errorf("exit %d, stderr %q; want 1 and the metrics listener's error", code, stderr.String())
+	}
+	if n := len(fake.Calls("getUpdates")); n != 0 {
+		t.Errorf("%d getUpdates calls: the adapter ran although serve could not start", n)
 	}
 }
