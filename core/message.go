@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // User is the author of a message or of a button press.
 type User struct {
@@ -38,6 +41,12 @@ type Message struct {
 	// adapter closes an interaction there (a Discord slash command's
 	// deferred response). It runs on the intake, so must not block long.
 	Handled func() `json:"-"`
+	// Answer, when set, carries core's notices answering this message (a
+	// command's answer, a refusal) instead of Platform.Send; it reports
+	// false when it did not send, and core posts in the conversation. An
+	// adapter answers an interaction there (a Discord slash command's
+	// deferred response takes the first).
+	Answer func(ctx context.Context, p Post) (MessageRef, bool) `json:"-"`
 }
 
 // PrivateReply answers the author of one event where only they see it: a

@@ -49,7 +49,7 @@ func (r *recorder) HandleMessage(ctx context.Context, m core.Message) {
 	if m.Handled != nil {
 		m.Handled()
 	}
-	m.Handled, m.Reply = nil, nil
+	m.Handled, m.Reply, m.Answer = nil, nil, nil
 	r.msgs <- m
 }
 func (r *recorder) HandleAction(ctx context.Context, a core.Action) {

@@ -200,13 +200,6 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	if ch == "" {
 		return core.MessageRef{}, fmt.Errorf("discord: send: no channel in %s: %w", to, core.ErrNotFound)
 	}
-	// The engine answering a slash command: the answer is the command's
-	// deferred response (interaction routes are outside the channel budget).
-	if r := slashFrom(ctx, to, p); r != nil && r.take() {
-		if ref, ok := a.respond(ctx, r, p); ok {
-			return ref, nil
-		}
-	}
 	if err := a.budget(ctx, "POST "+ch+" messages", ch, sendWait); err != nil {
 		return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
 	}

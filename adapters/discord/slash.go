@@ -116,7 +116,7 @@ func private(cmd, arg string) bool {
 }
 
 // slashReply is the deferred response of one slash command. The first
-// notice the engine sends to the command's conversation while handling it
+// notice the engine sends answering the command (through Message.Answer)
 // becomes that response; anything else is posted normally.
 type slashReply struct {
 	i    *discordgo.Interaction
@@ -137,21 +137,10 @@ func (r *slashReply) take() bool {
 	return true
 }
 
-type slashKey struct{}
-
-// slashFrom returns the deferred slash response that a Send with ctx to
-// conv may fill, if any.
-func slashFrom(ctx context.Context, conv core.ConversationKey, p core.Post) *slashReply {
-	r, _ := ctx.Value(slashKey{}).(*slashReply)
-	if r == nil || r.conv != conv || len(p.Buttons) > 0 {
-		return nil
-	}
-	return r
-}
-
-// respond fills the deferred response with p, reporting false (so Send
-// posts in the channel instead) when Discord refuses, e.g. after the
-// interaction token's 15 minutes.
+// respond fills the deferred response with p (interaction routes are
+// outside the channel budget), reporting false (so the engine posts in the
+// channel instead) when Discord refuses, e.g. after the interaction
+// token's 15 minutes.
 func (a *Adapter) respond(ctx context.Context, r *slashReply, p core.Post) (core.MessageRef, bool) {
 	text := content(p)
 	m, err := a.sess.InteractionResponseEdit(r.i, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()},
@@ -246,9 +235,15 @@ func (in *inbound) slashCommand(i *discordgo.Interaction) {
 			a.log.Warn("acknowledging a slash command failed", "conv", conv, "err", a.translate("edit interaction response", err))
 		}
 	}
-	// The engine's first notice while handling msg (its ctx carries r)
-	// becomes the response; Handled closes it otherwise.
-	in.h.HandleMessage(context.WithValue(in.ctx, slashKey{}, r), msg)
+	// The engine's first notice answering msg becomes the response;
+	// Handled closes it otherwise.
+	msg.Answer = func(ctx context.Context, p core.Post) (core.MessageRef, bool) {
+		if !r.take() {
+			return core.MessageRef{}, false
+		}
+		return a.respond(ctx, r, p)
+	}
+	in.h.HandleMessage(in.ctx, msg)
 }
 
 // slashText reads "/agent SUB [name:ARG]" from an interaction: the bridge

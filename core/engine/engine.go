@@ -264,7 +264,7 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 		case !allowed:
 			obs.Message(p.Name(), "denied")
 			log.InfoContext(ctx, "access denied", "user", m.From.ID)
-			e.private(ctx, p, m.Reply, m.Conv, m.ID, fmt.Sprintf(textRefusal, p.Name(), m.From.ID))
+			e.private(ctx, p, m.Reply, m, fmt.Sprintf(textRefusal, p.Name(), m.From.ID))
 		case isCmd && e.command(ctx, p, m, key, cmd, arg):
 			obs.Message(p.Name(), "command")
 		case late:
@@ -330,8 +330,14 @@ func (e *Engine) seen(ctx context.Context, p core.Platform, m core.Message, entr
 // its lane, so its waits delay only that conversation, and they end when
 // the drain does.
 func (e *Engine) say(ctx context.Context, p core.Platform, m core.Message, text string) {
+	post := core.Post{Text: text, Plain: true, ReplyTo: m.ID}
+	if m.Answer != nil {
+		if _, ok := m.Answer(ctx, post); ok {
+			return
+		}
+	}
 	err := retry(ctx, func() error {
-		_, err := p.Send(ctx, m.Conv, core.Post{Text: text, Plain: true, ReplyTo: m.ID})
+		_, err := p.Send(ctx, m.Conv, post)
 		return err
 	})
 	if err != nil {

@@ -202,14 +202,15 @@ func (e *Engine) mayRefuse(platform, user string) bool {
 }
 
 // private answers one person where only they see it when the event came
-// with a way to (reply), otherwise in the conversation, as a reply to
-// message replyTo. It is the engine's one path for private answers.
-func (e *Engine) private(ctx context.Context, p core.Platform, reply core.PrivateReply, conv core.ConversationKey, replyTo, text string) {
+// with a way to (reply), otherwise as a notice answering to (its Conv, and
+// its ID and Answer when it is a message). It is the engine's one path for
+// private answers.
+func (e *Engine) private(ctx context.Context, p core.Platform, reply core.PrivateReply, to core.Message, text string) {
 	if reply != nil {
 		reply(text)
 		return
 	}
-	e.say(ctx, p, core.Message{Conv: conv, ID: replyTo}, text)
+	e.say(ctx, p, to, text)
 }
 
 // valuesOf is a context cancelled like Context, whose values also include

@@ -194,7 +194,7 @@ func inputPreview(raw json.RawMessage) string {
 
 // handleAction answers a permission prompt from a button press.
 func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Action) {
-	answer := func(text string) { e.private(ctx, p, a.Reply, a.Conv, "", text) }
+	answer := func(text string) { e.private(ctx, p, a.Reply, core.Message{Conv: a.Conv}, text) }
 	token, choice, _ := strings.Cut(a.Value, ":")
 	e.mu.Lock()
 	pr := e.prompts[token]
