@@ -74,7 +74,7 @@ func (in *inbound) interaction(i *discordgo.Interaction) {
 		if err != nil {
 			// The press still happened; core decides, the presser just saw
 			// "interaction failed".
-			a.log.Warn("discord: acknowledging a button press failed", "err", a.scrub(err))
+			a.log.Warn("acknowledging a button press failed", "err", a.scrub(err))
 		}
 		act, ok := a.action(in.ctx, i)
 		if !ok {
@@ -112,7 +112,7 @@ func (a *Adapter) action(ctx context.Context, i *discordgo.Interaction) (core.Ac
 				AllowedMentions: noMentions(),
 			}, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
 			if err != nil {
-				a.log.Warn("discord: private answer to a button press failed", "err", a.scrub(err))
+				a.log.Warn("private answer to a button press failed", "err", a.scrub(err))
 			}
 		},
 	}, true
@@ -151,7 +151,7 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 		}
 		if a.opts.ThreadPerMention && conv.Thread == "" {
 			if th, err := a.startThread(ctx, m); err != nil {
-				a.log.Warn("discord: could not start a thread; answering in the channel", "conv", conv, "err", err)
+				a.log.Warn("could not start a thread; answering in the channel", "conv", conv, "err", err)
 			} else {
 				conv.Thread = th
 			}
@@ -209,7 +209,7 @@ func (a *Adapter) channelInfo(ctx context.Context, id string) *discordgo.Channel
 	}
 	c, err := a.sess.Channel(id, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
 	if err != nil {
-		a.log.Debug("discord: channel lookup failed", "channel", id, "err", a.scrub(err))
+		a.log.Debug("channel lookup failed", "channel", id, "err", a.scrub(err))
 		return nil
 	}
 	a.remember(c)

@@ -36,7 +36,7 @@ func (a *Adapter) runEvents(ctx context.Context, h core.Handler) error {
 		ReadHeaderTimeout: 5 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	a.log.InfoContext(ctx, "slack: events API listening", "addr", ln.Addr().String())
+	a.log.InfoContext(ctx, "events API listening", "addr", ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -68,7 +68,7 @@ func (a *Adapter) eventsHandler(ctx context.Context, h core.Handler) http.Handle
 			return
 		}
 		if err := a.verify(r.Header, body); err != nil {
-			a.log.WarnContext(ctx, "slack: events request refused", "err", err, "remote", r.RemoteAddr)
+			a.log.WarnContext(ctx, "events request refused", "err", err, "remote", r.RemoteAddr)
 			http.Error(w, "invalid signature", http.StatusUnauthorized)
 			return
 		}

@@ -79,7 +79,7 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, h core
 			return
 		}
 		if err := sm.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil && ctx.Err() == nil {
-			a.log.WarnContext(ctx, "slack: ack failed", "envelope", evt.Request.EnvelopeID, "err", a.scrub(err))
+			a.log.WarnContext(ctx, "ack failed", "envelope", evt.Request.EnvelopeID, "err", a.scrub(err))
 		}
 	}
 	held := func() bool {
@@ -128,14 +128,14 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, h core
 			if json.Unmarshal(bad.Message, &env) == nil && env.EnvelopeID != "" {
 				sm.AckCtx(ctx, env.EnvelopeID, nil)
 			}
-			a.log.WarnContext(ctx, "slack: unreadable envelope", "err", bad.Cause)
+			a.log.WarnContext(ctx, "unreadable envelope", "err", bad.Cause)
 		}
 	case socketmode.EventTypeConnectionError:
 		if ce, ok := evt.Data.(*slackapi.ConnectionErrorEvent); ok {
-			a.log.WarnContext(ctx, "slack: socket mode connect failed; retrying", "err", a.scrub(ce.ErrorObj), "backoff", ce.Backoff)
+			a.log.WarnContext(ctx, "socket mode connect failed; retrying", "err", a.scrub(ce.ErrorObj), "backoff", ce.Backoff)
 		}
 	case socketmode.EventTypeConnected:
-		a.log.InfoContext(ctx, "slack: socket mode connected")
+		a.log.InfoContext(ctx, "socket mode connected")
 	}
 }
 
@@ -312,7 +312,7 @@ func (a *Adapter) joinThread(ctx context.Context, conv core.ConversationKey) {
 		return
 	}
 	if err := a.opts.Store.SetCursor(ctx, key, "1"); err != nil {
-		a.log.WarnContext(ctx, "slack: could not remember thread", "conv", conv, "err", err)
+		a.log.WarnContext(ctx, "could not remember thread", "conv", conv, "err", err)
 	}
 }
 

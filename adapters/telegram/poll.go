@@ -60,7 +60,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		}
 		return fmt.Errorf("telegram: load update offset: %w", err)
 	}
-	a.log.InfoContext(ctx, "telegram polling", "bot", a.self.UserName, "offset", offset)
+	a.log.InfoContext(ctx, "polling", "bot", a.self.UserName, "offset", offset)
 	// fetch ends when draining begins: the poll in flight is abandoned.
 	fetch, stopFetch := context.WithCancel(ctx)
 	defer stopFetch()
@@ -93,7 +93,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 				wait = pause.Jitter(backoff)
 				backoff = min(2*backoff, maxBackoff)
 			}
-			a.log.WarnContext(ctx, "telegram poll failed; retrying", "err", err, "wait", wait)
+			a.log.WarnContext(ctx, "getUpdates failed; retrying", "err", err, "wait", wait)
 			if pause.Sleep(ctx, wait) != nil {
 				return nil
 			}

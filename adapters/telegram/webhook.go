@@ -63,7 +63,7 @@ func (a *Adapter) runWebhook(ctx context.Context, h core.Handler) error {
 	srv := &http.Server{Handler: a.webhookHandler(ctx, h), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	a.log.InfoContext(ctx, "telegram webhook serving", "bot", a.self.UserName, "listen", ln.Addr().String())
+	a.log.InfoContext(ctx, "webhook serving", "bot", a.self.UserName, "listen", ln.Addr().String())
 
 	var result error
 	select {
