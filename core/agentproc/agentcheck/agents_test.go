@@ -159,11 +159,12 @@ func (a *agent) play() int {
 		return a.slow()
 	}
 	answer := "You said: " + t.Message
+	if a.mode == "asks-without-permission" {
+		a.emit(map[string]any{"type": "permission_request", "request_id": "1", "tool_name": "Bash", "input": map[string]any{"command": "true"}})
+		_, _ = a.in.ReadBytes('\n') // and waits for an answer
+	}
 	if strings.Contains(t.Message, "tool") {
 		if !t.Permission {
-			if a.mode == "asks-without-permission" {
-				a.emit(map[string]any{"type": "permission_request", "request_id": "1", "tool_name": "Bash", "input": map[string]any{"command": "true"}})
-			}
 			answer = "ran the tool (auto-approved)"
 		} else if a.mode == "no-wait" {
 			a.emit(map[string]any{"type": "permission_request", "request_id": "1", "tool_name": "Bash", "input": map[string]any{"command": "true"}})

@@ -443,6 +443,13 @@ func (c *checker) stdinRule() {
 		return
 	}
 	f := c.first
+	// An agent that asked permission it does not have (P-PERM-1) and then
+	// waits for the answer breaks that rule; the wait is its consequence.
+	if f.hung && f.asks() {
+		c.add("P-PERM-1", Fail, "%s", f.at("and then waited for an answer that never comes: %s", f.outcome()))
+		c.add("P-STDIN-1", NotExercised, "the first turn waited for the answer to its permission_request (P-PERM-1)")
+		return
+	}
 	if f.hung {
 		c.add("P-STDIN-1", Fail, "%s", f.at("stdin was closed (EOF) right after the turn line, yet the agent had not finished after %s: %s", f.plan.bound, f.hungSnapshot))
 		return
@@ -453,6 +460,8 @@ func (c *checker) stdinRule() {
 		return
 	}
 	switch {
+	case s.holdExpired && s.asks():
+		c.add("P-PERM-1", Fail, "%s", s.at("and with stdin held open it then waited for the answer (%s)", s.holdSnapshot))
 	case !s.holdExpired:
 		c.add("P-STDIN-1", Pass, "%s", s.at("with stdin held open (no EOF) it finished in %dms, before the %s hold ended", s.exitAt.Milliseconds(), s.plan.holdStdin))
 	case s.hung:
@@ -672,6 +681,16 @@ func (c *checker) permissionRules() {
 func (t *turn) unanswerable() bool {
 	for _, q := range t.requests {
 		if q.behavior == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// asks reports whether the turn has a permission_request event.
+func (t *turn) asks() bool {
+	for _, e := range t.events() {
+		if e.kind == agentproc.KindPermissionRequest {
 			return true
 		}
 	}
