@@ -296,12 +296,3 @@ func (g *drainGate) wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
-
-func (g *drainGate) isDraining() bool {
-	select {
-	case <-g.begun:
-		return true
-	default:
-		return false
-	}
-}

@@ -106,14 +106,12 @@ func (a *agent) play() int {
 		return 1
 	}
 	if len(t.Attachments) > 0 && a.mode == "attachment-crash" {
-		var names []string
 		for _, raw := range t.Attachments {
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil { // expects strings: crashes
+			var name string
+			if err := json.Unmarshal(raw, &name); err != nil { // expects strings: crashes
 				fmt.Fprintln(os.Stderr, "panic: attachments:", err)
 				return 2
 			}
-			names = append(names, s)
 		}
 	}
 	if a.mode == "crash" {
