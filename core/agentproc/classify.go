@@ -1,3 +1,7 @@
+// This file: spec/protocol.md, "stdout: events" — what one stdout line is
+// (P-OUT-1, P-OUT-2, P-OUT-3) and its usage (F-USAGE-1), in the shape of
+// the conformance fixtures.
+
 package agentproc
 
 import (

@@ -1,3 +1,7 @@
+// This file: spec/protocol.md, "Exit status, timeout, stop" — the hint for
+// a non-zero exit without an error event, read from stderr (P-EXIT-2,
+// F-HINT-1).
+
 package agentproc
 
 import (

@@ -1,3 +1,7 @@
+// This file: spec/protocol.md, "The profile" (Placeholders, Environment) —
+// what the agent's argv and environment are made of (F-PH-1, F-ENV-1,
+// F-ENV-2).
+
 package agentproc
 
 import (

@@ -1,3 +1,6 @@
+// This file: spec/protocol.md, "The profile" — reading the YAML file
+// strictly, every problem as file:line: field: problem.
+
 package agentproc
 
 import (

@@ -1,3 +1,7 @@
+// This file: spec/protocol.md, "stdout: events" — the allocation-light
+// reading of the common partial, result and error lines; Classify decides
+// everything else.
+
 package agentproc
 
 import (

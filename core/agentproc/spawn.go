@@ -1,3 +1,7 @@
+// This file: spec/protocol.md, "The shape of a turn" step 1 — starting an
+// agent exactly as Run would, for tools that drive it themselves
+// (agentbridge check).
+
 package agentproc
 
 import (
