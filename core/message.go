@@ -86,6 +86,10 @@ type Button struct {
 	Label string
 	Value string
 	Style ButtonStyle
+	// Answer is the permission answer this button gives, if any: where
+	// people type instead of clicking (the terminal), the words ParseAnswer
+	// reads for it press it.
+	Answer Answer
 }
 
 // Post is the content of a message the bridge sends or edits.

@@ -6,7 +6,10 @@
 // printed last prints only the new text, and on an interactive terminal any
 // other edit of that message redraws it where it stands. Buttons are shown
 // with a key each ("[A]llow / [D]eny / Allow for this [s]ession"); typing a
-// key on its own line presses the button.
+// key on its own line, or a word core.ParseAnswer reads as the button's
+// answer (y, yes, n, no, …), presses the button. While buttons wait for an
+// answer, any other line (bar a /command) asks again instead of becoming a
+// message.
 package console
 
 import (
@@ -66,6 +69,12 @@ type Options struct {
 	// redrawn in place is known to span its wrapped rows. Nil, or a result
 	// of 0 or less, means 80. Used only when Prompt is set.
 	Width func() int
+	// Echo says the input is a terminal in character mode, its own echo
+	// and line editing off: the adapter then reads keys, draws the line
+	// being typed after the prompt (with the usual editing keys and
+	// history), and takes it away before any output, so typing never lands
+	// inside a streamed answer. Used only when Prompt is set.
+	Echo bool
 }
 
 // Adapter is a core.Platform for a terminal. Its methods are safe for
@@ -92,6 +101,12 @@ type Adapter struct {
 	waiting     bool     // Run is reading input, so the prompt may be shown
 	timer       *time.Timer
 
+	// With Options.Echo: the line being typed, and where the prompt shown
+	// with it left the cursor (rows below the prompt's first).
+	ed     *editor
+	curRow int
+	rows   int // rows the prompt and line take
+
 	// The block is everything printed, from a line start, since the post
 	// lastID began to be printed (with lastMark), bar the prompt and
 	// escapes. Its rows are what an interactive redraw moves up over.
@@ -117,6 +132,10 @@ type post struct {
 // and redrawn with ANSI escapes, and the adapter assumes the terminal echoed
 // each line the user typed.
 func New(in io.Reader, out io.Writer, opts Options) *Adapter {
+	var ed *editor
+	if opts.Echo && opts.Prompt != "" {
+		ed = &editor{}
+	}
 	if opts.Conv == (core.ConversationKey{}) {
 		opts.Conv = core.ConversationKey{Platform: Name, Channel: "local"}
 	}
@@ -133,6 +152,8 @@ func New(in io.Reader, out io.Writer, opts Options) *Adapter {
 		idPrefix:  fmt.Sprintf("%x", time.Now().UnixNano()),
 		posts:     make(map[string]*post),
 		lineStart: true,
+		ed:        ed,
+		rows:      1,
 	}
 }
 
@@ -164,9 +185,14 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		return errors.New("console: run: already running")
 	}
 	lines := make(chan string)
+	keys := make(chan key)
 	errc := make(chan error, 1)
 	done := make(chan struct{})
-	go readLines(a.in, lines, errc, done)
+	if a.ed != nil {
+		go readKeys(a.in, keys, errc, done)
+	} else {
+		go readLines(a.in, lines, errc, done)
+	}
 	defer func() {
 		close(done)
 		a.mu.Lock()
@@ -187,6 +213,10 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			return nil
 		case line := <-lines:
 			a.handleLine(ctx, h, line)
+		case k := <-keys:
+			if !a.handleKey(ctx, h, k) {
+				return nil // Ctrl-D on an empty line
+			}
 		case err := <-errc:
 			if err != nil {
 				return fmt.Errorf("console: read input: %w", err)
@@ -212,23 +242,61 @@ func readLines(in io.Reader, lines chan<- string, errc chan<- error, done <-chan
 	errc <- sc.Err()
 }
 
+// handleKey applies one keypress to the line being typed, and hands the
+// line on at Enter. It reports false for Ctrl-D on an empty line: the end
+// of input.
+func (a *Adapter) handleKey(ctx context.Context, h core.Handler, k key) bool {
+	a.mu.Lock()
+	if k.code == keyEnter {
+		// Leave the prompt and the line on screen as the record of what
+		// was said, as a terminal's echo would, and go to the next line.
+		if a.drawInput(true) {
+			a.control("\n", true)
+		}
+	}
+	line, submit, eof := a.ed.apply(k)
+	switch {
+	case eof:
+		a.mu.Unlock()
+		return false
+	case submit:
+		a.mu.Unlock()
+		a.handleLine(ctx, h, line)
+		return true
+	}
+	a.drawInput(false)
+	a.mu.Unlock()
+	return true
+}
+
 // handleLine turns one input line into a Message or an Action.
 func (a *Adapter) handleLine(ctx context.Context, h core.Handler, line string) {
 	text := strings.TrimSpace(line)
 	a.mu.Lock()
 	if a.prompt != "" {
-		// The terminal echoed the line and its newline after the prompt.
+		// The line and its newline follow the prompt (the terminal's echo,
+		// or handleKey's).
 		a.promptShown, a.lineStart, a.tail = false, true, ""
 		a.begin("", "")
 	}
 	var act *core.Action
+	var reask *post
 	if p := a.posts[a.lastButtons]; p != nil && len(p.buttons) > 0 && text != "" {
-		for i, k := range p.keys {
-			if strings.EqualFold(text, k.key) {
-				act = &core.Action{Conv: p.ref.Conv, From: a.user, Value: p.buttons[i].Value, Ref: p.ref}
-				break
-			}
+		if i := p.pressed(text); i >= 0 {
+			act = &core.Action{Conv: p.ref.Conv, From: a.user, Value: p.buttons[i].Value, Ref: p.ref}
+		} else if !strings.HasPrefix(text, "/") {
+			reask = p
 		}
+	}
+	if reask != nil {
+		// Buttons are waiting: a stray line is not a message for the
+		// agent, which could not read it before the answer anyway.
+		a.freshLine()
+		a.begin("", "")
+		a.write("  Please answer " + reask.keyLine() + " (or y / n), or send a /command.\n")
+		a.schedulePromptLocked()
+		a.mu.Unlock()
+		return
 	}
 	a.mu.Unlock()
 
@@ -386,6 +454,26 @@ func (a *Adapter) Notify(ctx context.Context, conv core.ConversationKey, user co
 	return nil
 }
 
+// End finishes the output when nothing more will be printed: it ends the
+// last line (after the prompt, if shown), so whatever the terminal shows
+// next starts on a line of its own.
+func (a *Adapter) End() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	a.waiting = false
+	if a.promptShown && a.ed != nil && !a.drawInput(true) {
+		a.promptShown = false
+		return
+	}
+	if a.promptShown || !a.lineStart {
+		a.promptShown = false
+		a.control("\n", true)
+	}
+}
+
 // reply answers a button press: Action.Reply.
 func (a *Adapter) reply(text string) {
 	if text == "" {
@@ -424,14 +512,37 @@ func (a *Adapter) printPost(p *post, mark string) error {
 
 // printKeys prints p's button keys on their own line.
 func (a *Adapter) printKeys(p *post) error {
+	a.freshLine()
+	err := a.write("  " + p.keyLine() + "\n")
+	a.tail = ""
+	return err
+}
+
+// keyLine shows p's buttons with their keys: "[A]llow / [D]eny".
+func (p *post) keyLine() string {
 	labels := make([]string, len(p.keys))
 	for i, k := range p.keys {
 		labels[i] = k.display(p.buttons[i].Label)
 	}
-	a.freshLine()
-	err := a.write("  " + strings.Join(labels, " / ") + "\n")
-	a.tail = ""
-	return err
+	return strings.Join(labels, " / ")
+}
+
+// pressed returns the index of the button that text presses — its key,
+// or a word core.ParseAnswer reads as the button's answer — or -1.
+func (p *post) pressed(text string) int {
+	for i, k := range p.keys {
+		if strings.EqualFold(text, k.key) {
+			return i
+		}
+	}
+	if ans, ok := core.ParseAnswer(text); ok {
+		for i, b := range p.buttons {
+			if b.Answer == ans {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // freshLine moves output to the start of a line: it erases a shown prompt,
@@ -454,22 +565,81 @@ func (a *Adapter) begin(id, mark string) {
 	a.resumable = false
 }
 
-// erasePrompt takes a shown prompt away, leaving the cursor at the start of
-// its line.
+// erasePrompt takes a shown prompt (and the line typed after it) away,
+// leaving the cursor at the start of its first row.
 func (a *Adapter) erasePrompt() {
 	if a.promptShown {
 		a.promptShown = false
-		a.control(eraseLine, true)
+		a.control(a.eraseInputSeq(), true)
 	}
+}
+
+// eraseInputSeq returns to the start of the prompt's first row and clears
+// what the prompt and the typed line cover.
+func (a *Adapter) eraseInputSeq() string {
+	if a.curRow == 0 && a.rows <= 1 {
+		return eraseLine
+	}
+	seq := "\r"
+	if a.curRow > 0 {
+		seq += fmt.Sprintf("\x1b[%dA", a.curRow)
+	}
+	return seq + clearDown
+}
+
+// drawInput shows the prompt with the line being typed (Options.Echo) and
+// puts the cursor at the editing position, or, with atEnd, after the line.
+// A shown prompt is drawn again in place; otherwise it goes on a fresh line.
+// It reports whether the cursor is not at a row's start.
+func (a *Adapter) drawInput(atEnd bool) (midRow bool) {
+	if a.promptShown {
+		a.control(a.eraseInputSeq(), true)
+		a.promptShown = false
+	} else {
+		a.freshLine()
+	}
+	line := string(a.ed.line)
+	before := a.prompt + string(a.ed.line[:a.ed.pos])
+	if atEnd {
+		before = a.prompt + line
+	}
+	w := a.cols()
+	endRow, endCol := cursorPos([]byte(a.prompt+line), w)
+	seq := a.prompt + line
+	if endCol >= w {
+		// A full last row leaves the cursor in the terminal's pending-wrap
+		// state, which cursor moves cannot restore: start the next row.
+		seq += " \r"
+		endRow, endCol = endRow+1, 0
+	}
+	row, col := cursorPos([]byte(before), w)
+	if col >= w {
+		row, col = row+1, 0
+	}
+	if up := endRow - row; up > 0 {
+		seq += fmt.Sprintf("\x1b[%dA", up)
+	}
+	if col != endCol || endRow != row {
+		seq += fmt.Sprintf("\x1b[%dG", col+1)
+	}
+	a.control(seq, col == 0)
+	a.promptShown = true
+	a.rows, a.curRow = endRow+1, row
+	return col > 0
 }
 
 // clearBlock moves the cursor to the start of the block's first row and
 // clears the screen from there down, prompt included.
 func (a *Adapter) clearBlock() {
-	row, _ := cursorPos(a.lastOut, a.cols())
+	// The block ends with the newline before the prompt when one is shown,
+	// so its last row is the prompt's first.
+	up, _ := cursorPos(a.lastOut, a.cols())
+	if a.promptShown {
+		up += a.curRow
+	}
 	seq := "\r"
-	if row > 0 {
-		seq += fmt.Sprintf("\x1b[%dA", row)
+	if up > 0 {
+		seq += fmt.Sprintf("\x1b[%dA", up)
 	}
 	a.promptShown = false
 	a.control(seq+clearDown, true)
@@ -494,8 +664,8 @@ func (a *Adapter) canResume() bool {
 func (a *Adapter) resume() {
 	a.lastOut = a.lastOut[:len(a.lastOut)-1]
 	_, col := cursorPos(a.lastOut, a.cols())
+	a.control(fmt.Sprintf("%s\x1b[A\x1b[%dG", a.eraseInputSeq(), col+1), false)
 	a.promptShown, a.resumable = false, false
-	a.control(fmt.Sprintf("%s\x1b[A\x1b[%dG", eraseLine, col+1), false)
 }
 
 // cols is the terminal width.
@@ -535,9 +705,13 @@ func (a *Adapter) showPromptLocked() {
 		return
 	}
 	tail := a.tail
-	a.freshLine()
-	a.control(a.prompt, false)
-	a.promptShown = true
+	if a.ed != nil {
+		a.drawInput(false)
+	} else {
+		a.freshLine()
+		a.control(a.prompt, false)
+		a.promptShown = true
+	}
 	// Erasing the prompt returns to this line's start, right after the
 	// tail message's text when that ended a line.
 	if tail != "" && strings.HasSuffix(a.posts[tail].textOrEmpty(), "\n") {
@@ -549,6 +723,11 @@ func (a *Adapter) showPromptLocked() {
 // for promptDelay.
 func (a *Adapter) schedulePromptLocked() {
 	if a.prompt == "" || !a.waiting {
+		return
+	}
+	if a.ed != nil && len(a.ed.line) > 0 {
+		// The user is typing: keep their line in view below the output.
+		a.showPromptLocked()
 		return
 	}
 	if a.timer == nil {

@@ -145,9 +145,9 @@ func TestButtonKeysMakeActions(t *testing.T) {
 	ctx := t.Context()
 	conv := core.ConversationKey{Platform: "console", Channel: "local"}
 	buttons := []core.Button{
-		{Label: "Allow", Value: "p:1:allow"},
-		{Label: "Deny", Value: "p:1:deny"},
-		{Label: "Allow for this session", Value: "p:1:session"},
+		{Label: "Allow", Value: "p:1:allow", Answer: core.AnswerAllow},
+		{Label: "Deny", Value: "p:1:deny", Answer: core.AnswerDeny},
+		{Label: "Allow for this session", Value: "p:1:session", Answer: core.AnswerAllowSession},
 	}
 	ref, err := s.a.Send(ctx, conv, core.Post{Text: "Allow write_file?", Buttons: buttons})
 	if err != nil {
@@ -157,7 +157,11 @@ func TestButtonKeysMakeActions(t *testing.T) {
 		t.Errorf("prompt printed as %q, want %q", got, want)
 	}
 
-	for _, tt := range []struct{ line, value string }{{"a", "p:1:allow"}, {"D", "p:1:deny"}, {" s ", "p:1:session"}} {
+	for _, tt := range []struct{ line, value string }{
+		{"a", "p:1:allow"}, {"D", "p:1:deny"}, {" s ", "p:1:session"},
+		{"y", "p:1:allow"}, {"Yes", "p:1:allow"}, {"allow", "p:1:allow"},
+		{"n", "p:1:deny"}, {"no", "p:1:deny"}, {"DENY", "p:1:deny"},
+	} {
 		s.typeLine(t, tt.line)
 		act, ok := s.next(t).(core.Action)
 		if !ok {
@@ -167,9 +171,14 @@ func TestButtonKeysMakeActions(t *testing.T) {
 			t.Errorf("line %q: action %+v, want value %q on %v", tt.line, act, tt.value, ref)
 		}
 	}
+	// Any other line asks again and reaches no one; a /command goes on.
 	s.typeLine(t, "x")
-	if m, ok := s.next(t).(core.Message); !ok || m.Text != "x" {
-		t.Errorf("non-key line while pending: %+v, want a message", m)
+	s.typeLine(t, "/stop")
+	if m, ok := s.next(t).(core.Message); !ok || m.Text != "/stop" {
+		t.Errorf("a command while pending: %+v, want a message", m)
+	}
+	if want := "  Please answer [A]llow / [D]eny / Allow for this [s]ession (or y / n), or send a /command.\n"; !strings.Contains(s.out.String(), want) {
+		t.Errorf("a stray line was not asked again; output %q", s.out.String())
 	}
 
 	// Answered: the buttons are edited away, and "a" is a message again.
@@ -184,13 +193,13 @@ func TestButtonKeysMakeActions(t *testing.T) {
 	// A newer post with buttons takes over; an older one's keys do not count.
 	old, _ := s.a.Send(ctx, conv, core.Post{Text: "first?", Buttons: []core.Button{{Label: "Yes", Value: "old"}}})
 	_, _ = s.a.Send(ctx, conv, core.Post{Text: "second?", Buttons: []core.Button{{Label: "No", Value: "new"}}})
-	s.typeLine(t, "y")
-	if m, ok := s.next(t).(core.Message); !ok || m.Text != "y" {
-		t.Errorf("key of an older prompt: %+v, want a message", m)
-	}
+	s.typeLine(t, "y") // the older prompt's key: asked again
 	s.typeLine(t, "n")
 	if act, ok := s.next(t).(core.Action); !ok || act.Value != "new" {
 		t.Errorf("key of the newest prompt: %+v, want its action", act)
+	}
+	if n := strings.Count(s.out.String(), "Please answer [N]o"); n != 1 {
+		t.Errorf("the older prompt's key asked again %d times, want 1; output %q", n, s.out.String())
 	}
 	_ = old
 }
@@ -888,4 +897,152 @@ func TestCursorPos(t *testing.T) {
 			t.Errorf("cursorPos(%q, %d) = %d, %d; want %d, %d", tt.s, tt.width, row, col, tt.row, tt.col)
 		}
 	}
+}
+
+// TestEcho drives the line editor (Options.Echo) as a terminal in character
+// mode would: keys in, the prompt and the typed line drawn by the adapter,
+// and taken away before output so typing never lands inside an answer.
+func TestEcho(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inR, inW := io.Pipe()
+		out := &syncBuffer{}
+		defer inW.Close() // ends Run, also when the test fails
+		a := New(inR, out, Options{Prompt: "you> ", Width: func() int { return 12 }, Echo: true})
+		rec := newRecorder()
+		ctx := t.Context()
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx, rec) }()
+		synctest.Wait()
+		want := "you> "
+		check := func(step string) {
+			t.Helper()
+			synctest.Wait()
+			if diff := cmp.Diff(want, out.String()); diff != "" {
+				t.Fatalf("after %s (-want +got):\n%s", step, diff)
+			}
+		}
+		keys := func(s string) {
+			t.Helper()
+			io.WriteString(inW, s)
+			synctest.Wait()
+		}
+		check("start")
+
+		keys("hi")
+		want += "\r\x1b[Kyou> h" + "\r\x1b[Kyou> hi"
+		check("typing")
+		keys("\r")
+		want += "\r\x1b[Kyou> hi" + "\n"
+		if m, ok := (<-rec.events).(core.Message); !ok || m.Text != "hi" {
+			t.Fatalf("Enter handed over %+v, want the message hi", m)
+		}
+		check("Enter")
+
+		conv := core.ConversationKey{Platform: "console", Channel: "local"}
+		ref, _ := a.Send(ctx, conv, core.Post{Text: "Hel"})
+		a.Edit(ctx, ref, core.Post{Text: "Hello"})
+		want += "Hello"
+		check("the answer")
+
+		// Typing while the answer streams shows the line under it...
+		keys("x")
+		want += "\nyou> x"
+		check("typing during the answer")
+		// ...and the answer resumes where it stood, the line drawn again below.
+		a.Edit(ctx, ref, core.Post{Text: "Hello there"})
+		want += "\r\x1b[K\x1b[A\x1b[6G" + " there" + "\nyou> x"
+		check("the answer goes on")
+
+		// Editing: Backspace, a wide line that wraps, Left, Ctrl-A.
+		keys("\x7f")
+		want += "\r\x1b[Kyou> "
+		keys("abcdefg")
+		want += "\r\x1b[Kyou> a" + "\r\x1b[Kyou> ab" + "\r\x1b[Kyou> abc" + "\r\x1b[Kyou> abcd" +
+			"\r\x1b[Kyou> abcde" + "\r\x1b[Kyou> abcdef" +
+			// 12 columns: the row is full, so the cursor goes to the next one.
+			"\r\x1b[Kyou> abcdefg \r"
+		check("a full row")
+		keys("\x1b[D")
+		want += "\r\x1b[1A\x1b[J" + "you> abcdefg \r" + "\x1b[1A\x1b[12G"
+		check("Left")
+		keys("\x01")
+		want += "\r\x1b[J" + "you> abcdefg \r" + "\x1b[1A\x1b[6G"
+		check("Ctrl-A")
+
+		// Output takes the two-row line away first.
+		a.Send(ctx, conv, core.Post{Text: "notice\n"})
+		want += "\r\x1b[J" + "notice\n" + "you> abcdefg \r" + "\x1b[1A\x1b[6G"
+		check("output over a wrapped line")
+
+		// Ctrl-E, then Ctrl-U empties the line.
+		keys("\x05\x15")
+		want += "\r\x1b[J" + "you> abcdefg \r" + "\r\x1b[1A\x1b[J" + "you> "
+		check("Ctrl-E, Ctrl-U")
+		// Ctrl-D on an empty line ends the input; End ends the last line.
+		keys("\x04")
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		a.End()
+		want += "\r\x1b[Kyou> " + "\n"
+		check("End")
+		inW.Close()
+		synctest.Wait()
+	})
+}
+
+func TestEditorHistory(t *testing.T) {
+	var e editor
+	typeLine := func(s string) {
+		for _, r := range s {
+			e.apply(key{code: keyRune, r: r})
+		}
+	}
+	typeLine("one")
+	e.apply(key{code: keyEnter})
+	typeLine("two")
+	e.apply(key{code: keyEnter})
+	typeLine("dr")
+	e.apply(key{code: keyUp})
+	if string(e.line) != "two" {
+		t.Errorf("Up = %q, want two", string(e.line))
+	}
+	e.apply(key{code: keyUp})
+	e.apply(key{code: keyUp})
+	if string(e.line) != "one" {
+		t.Errorf("Up Up Up = %q, want one", string(e.line))
+	}
+	e.apply(key{code: keyDown})
+	e.apply(key{code: keyDown})
+	if string(e.line) != "dr" {
+		t.Errorf("back down = %q, want the draft", string(e.line))
+	}
+	typeLine("aft word")
+	e.apply(key{code: keyKillWord})
+	if line, submit, _ := e.apply(key{code: keyEnter}); !submit || line != "draft " {
+		t.Errorf("after Ctrl-W, Enter = %q, %v; want %q", line, submit, "draft ")
+	}
+}
+
+func FuzzDecodeKeys(f *testing.F) {
+	f.Add([]byte("hi\r\n\x1b[D\x1b[3~\x1bOH\x7f\x04é✅"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		keys := make(chan key)
+		errc := make(chan error, 1)
+		done := make(chan struct{})
+		go readKeys(bytes.NewReader(in), keys, errc, done)
+		var e editor
+		for {
+			select {
+			case k := <-keys:
+				e.apply(k)
+				if e.pos < 0 || e.pos > len(e.line) {
+					t.Fatalf("cursor %d outside the line %q", e.pos, string(e.line))
+				}
+			case <-errc:
+				close(done)
+				return
+			}
+		}
+	})
 }

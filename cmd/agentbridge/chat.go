@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -86,6 +87,14 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			}
 			return w
 		}
+		// The adapter draws the typed line itself, so it never lands in
+		// a streamed answer; without character mode the terminal echoes.
+		if restore, err := characterMode(int(f.Fd())); err == nil {
+			defer restore()
+			opts.Echo = true
+		} else {
+			log.Warn("typing will echo into the output", "err", err)
+		}
 	}
 	adapter := console.New(stdin, stdout, opts)
 	eng := engine.New(st, &engine.Settings{
@@ -111,21 +120,74 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if *profilePath != "" {
 		who = *profilePath
 	}
-	fmt.Fprintf(stdout, "agentbridge chat with %s — sessions are kept in %s\nType /help for commands; Ctrl-D (end of input) quits.\n", who, *storePath)
+	fmt.Fprintf(stdout, "agentbridge chat with %s — sessions are kept in %s\n"+
+		"Type /help for commands. Ctrl-C stops the running turn; Ctrl-C when idle (or twice quickly) or Ctrl-D quits.\n",
+		who, *storePath)
 
-	runErr := adapter.Run(ctx, h)
-	if ctx.Err() != nil {
-		// Ctrl-C: stop the running turn now, as an interrupt (D-STOP-1:
-		// 130); its reply says "Stopped.".
+	// Ctrl-C is the chat's to handle, not a reason to end main's context:
+	// it stops the running turn and the chat goes on.
+	chatCtx, quit := context.WithCancel(ctx)
+	defer quit()
+	stopWatch := watchInterrupts(func() {
+		// Nothing to stop, or a second press: quit.
+		if !eng.InterruptPlatform(adapter.Name()) {
+			quit()
+		}
+	}, quit)
+	defer stopWatch()
+
+	runErr := adapter.Run(chatCtx, h)
+	defer adapter.End()
+	if chatCtx.Err() != nil {
+		// Quit by Ctrl-C (or SIGTERM): stop the running turn now, as an
+		// interrupt (D-STOP-1: 130); its reply says "Stopped.".
 		eng.Interrupt(prof.KillGrace + 5*time.Second)
 		return runErr
 	}
 	// End of input: nobody can type an answer any more, so permission
 	// requests are denied rather than left to time out; the running turn
-	// may finish.
+	// may finish (Ctrl-C still stops it).
 	eng.DenyPrompts(adapter.Name(), "no one is left to answer (end of input)")
 	drain, cancel := context.WithTimeout(context.Background(), prof.Timeout+prof.KillGrace)
 	defer cancel()
 	eng.Shutdown(drain, prof.KillGrace+5*time.Second)
 	return runErr
+}
+
+// doubleInterrupt is how close two Ctrl-C presses must come to quit even
+// while a turn is running.
+const doubleInterrupt = 2 * time.Second
+
+// watchInterrupts takes SIGINT (Ctrl-C) away from main's context and calls
+// once for each press, or twice for a second press within doubleInterrupt.
+// The returned stop ends the watch and waits for its goroutine.
+func watchInterrupts(once, twice func()) (stop func()) {
+	intr := make(chan os.Signal, 1)
+	// Reset undoes main's signal.NotifyContext for SIGINT only; SIGTERM
+	// still ends the context.
+	signal.Reset(os.Interrupt)
+	signal.Notify(intr, os.Interrupt)
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		var last time.Time
+		for {
+			select {
+			case <-intr:
+			case <-done:
+				return
+			}
+			if !last.IsZero() && time.Since(last) < doubleInterrupt {
+				twice()
+			} else {
+				once()
+			}
+			last = time.Now()
+		}
+	}()
+	return func() {
+		signal.Stop(intr)
+		close(done)
+		<-ended
+	}
 }

@@ -251,17 +251,69 @@ func TestChatEndOfInputDeniesAPendingPrompt(t *testing.T) {
 
 func TestChatCtrlCStopsTheRunningTurn(t *testing.T) {
 	c := startChat(t, t.TempDir())
+	c.waitFor("Ctrl-C when idle (or twice quickly) or Ctrl-D quits", 1)
 	c.say("slow")
 	c.waitFor("taking my time", 1)
+	c.cmd.Process.Signal(os.Interrupt)
+	c.waitFor("⏹ Stopped.", 1)
+	// The chat goes on after Ctrl-C stopped the turn.
+	c.say("what is my name?")
+	c.waitFor("tokens", 1) // a stopped turn has no usage footer
+	// Ctrl-C with nothing running quits, and the output ends its last line.
 	c.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-c.ended:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("chat did not exit after Ctrl-C; output:\n%s", c.output())
+		t.Fatalf("chat did not exit after Ctrl-C when idle; output:\n%s", c.output())
+	}
+	if err := c.cmd.Wait(); err != nil {
+		t.Errorf("chat exited with %v after Ctrl-C when idle", err)
+	}
+	out := c.output()
+	if strings.Contains(out, "shutting down") || !strings.HasSuffix(out, "\n") {
+		t.Errorf("after Ctrl-C the reply should say it was stopped, and the output end a line:\n%q", out)
+	}
+}
+
+func TestChatCtrlCTwiceQuits(t *testing.T) {
+	c := startChat(t, t.TempDir())
+	c.say("slow")
+	c.waitFor("taking my time", 1)
+	c.cmd.Process.Signal(os.Interrupt)
+	// A second press right after the first quits (signals sent at once
+	// would merge into one).
+	c.waitFor("⏹ Stopped.", 1)
+	c.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-c.ended:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("chat did not exit after Ctrl-C twice; output:\n%s", c.output())
 	}
 	c.cmd.Wait()
-	out := c.output()
-	if !strings.Contains(out, "⏹ Stopped.") || strings.Contains(out, "shutting down") {
-		t.Errorf("after Ctrl-C the reply should say it was stopped:\n%s", out)
+	if !strings.Contains(c.output(), "⏹ Stopped.") {
+		t.Errorf("the running turn was not stopped:\n%s", c.output())
+	}
+}
+
+func TestChatPermissionWords(t *testing.T) {
+	c := startChat(t, t.TempDir())
+	c.say("please write a file")
+	c.waitFor("[A]llow / [D]eny / Allow for this [s]ession", 1)
+	c.say("maybe")
+	c.waitFor("Please answer [A]llow / [D]eny / Allow for this [s]ession (or y / n)", 1)
+	c.say("yes")
+	c.waitFor("Allowed by", 1)
+	c.waitFor("tokens", 1)
+	c.say("write another file")
+	c.waitFor("[A]llow / [D]eny / Allow for this [s]ession", 3) // the prompt, asking again, the new prompt
+	c.say("no")
+	c.waitFor("Denied by", 1)
+	c.waitFor("tokens", 2)
+	c.quit()
+	if strings.Contains(c.output(), "You said: maybe") {
+		t.Errorf("a stray line at the prompt went to the agent:\n%s", c.output())
+	}
+	if !strings.HasSuffix(c.output(), "\n") {
+		t.Errorf("the output does not end its last line: %q", c.output())
 	}
 }

@@ -11,16 +11,22 @@ import (
 	"github.com/agentbridge/agentbridge/core/lane"
 )
 
+// command is one of the bridge's own commands as /help shows it.
+type command struct {
+	args string // e.g. " NAME", shown after the name
+	help string
+}
+
 // commands lists the bridge's own commands; anything else that starts with
 // the prefix goes to the agent, which may have commands of its own.
-var commands = map[string]string{
-	"new":      "start a fresh agent session in this conversation",
-	"stop":     "stop the running turn and cancel queued messages",
-	"status":   "show the running turn, the queue and the session",
-	"session":  "switch to (or create) the named session: session NAME",
-	"sessions": "list this conversation's sessions",
-	"help":     "show this help",
-	"whoami":   "show your user id, for the operator's allow list",
+var commands = map[string]command{
+	"new":      {"", "start a fresh agent session in this conversation"},
+	"stop":     {"", "stop the running turn and cancel queued messages"},
+	"status":   {"", "show the running turn, the queue and the session"},
+	"session":  {" [NAME]", "switch to (or create) the session NAME; without NAME, show the active one"},
+	"sessions": {"", "list this conversation's sessions"},
+	"help":     {"", "show this help"},
+	"whoami":   {"", "show your user id, for the operator's allow list"},
 }
 
 var commandOrder = []string{"new", "stop", "status", "session", "sessions", "help", "whoami"}
@@ -65,7 +71,7 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 		var b strings.Builder
 		b.WriteString("Send a message and the agent answers here. Commands:\n")
 		for _, c := range commandOrder {
-			fmt.Fprintf(&b, "%s%s — %s\n", ps.Prefix, c, commands[c])
+			fmt.Fprintf(&b, "%s%s%s — %s\n", ps.Prefix, c, commands[c].args, commands[c].help)
 		}
 		reply("%s", strings.TrimRight(b.String(), "\n"))
 	case "stop":

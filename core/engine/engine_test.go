@@ -464,7 +464,10 @@ func TestSessionCommands(t *testing.T) {
 	h.send(alice, "/session ../etc")
 	h.waitText("Session names are")
 	h.send(alice, "/help")
-	h.waitText("/whoami — show your user id")
+	help := h.waitText("/whoami — show your user id")
+	if want := "/session [NAME] — switch to (or create) the session NAME; without NAME, show the active one"; !strings.Contains(help.Post.Text, want) {
+		t.Errorf("/help lacks %q:\n%s", want, help.Post.Text)
+	}
 }
 
 func TestRestartMarksInterruptedTurns(t *testing.T) {
@@ -634,4 +637,69 @@ func TestIdleTimeoutSparesActiveAgentsAndOpenPrompts(t *testing.T) {
 	if all := strings.Join(h.plat.Texts(conv), "\n"); strings.Contains(all, "Stopped") {
 		t.Errorf("a turn was stopped for idleness: %q", h.plat.Texts(conv))
 	}
+}
+
+// callIndex returns the index of the first call of op whose post text
+// contains want, or -1.
+func callIndex(calls []platformtest.Call, op platformtest.Op, want string) int {
+	for i, c := range calls {
+		if c.Op == op && c.Err == nil && strings.Contains(c.Post.Text, want) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestPromptComesAfterWhatTheAgentSaidFirst: text the agent streamed before
+// asking is on the platform before the prompt, even when the reply's next
+// edit is held back by the edit cadence; and a press's outcome is on the
+// prompt before the agent's answer continues the reply.
+func TestPromptComesAfterWhatTheAgentSaidFirst(t *testing.T) {
+	h := newHarness(t, "", func(s *engine.Settings) { s.Presenter.MinEditInterval = 700 * time.Millisecond })
+	h.send(alice, "say-perm")
+	prompt := h.waitText("Permission needed")
+	calls := h.plat.Calls()
+	said, asked := callIndex(calls, platformtest.OpEdit, "then more"), callIndex(calls, platformtest.OpSend, "Permission needed")
+	if said < 0 {
+		said = callIndex(calls, platformtest.OpSend, "then more")
+	}
+	if said < 0 || said > asked {
+		t.Fatalf("the prompt (call %d) came before the text said before it (call %d): %+v", asked, said, calls)
+	}
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: prompt.Post.Buttons[0].Value, Ref: prompt.Ref})
+	h.waitText("answer=allow")
+	calls = h.plat.Calls()
+	outcome, answer := callIndex(calls, platformtest.OpEdit, "✅ Allowed by Alice."), callIndex(calls, platformtest.OpEdit, "answer=allow")
+	if outcome < 0 || outcome > answer {
+		t.Errorf("the answer's continuation (call %d) came before the prompt's outcome (call %d)", answer, outcome)
+	}
+	for _, c := range calls {
+		if c.Op == platformtest.OpEdit && c.Ref == prompt.Ref && strings.Count(c.Post.Text, "Allowed") > 1 {
+			t.Errorf("outcome shown twice: %q", c.Post.Text)
+		}
+	}
+}
+
+// TestInterruptPlatform: Ctrl-C in the terminal chat stops the running turn
+// as an interrupt and cancels the queue, and the engine goes on.
+func TestInterruptPlatform(t *testing.T) {
+	h := newHarness(t, "", nil)
+	if h.eng.InterruptPlatform("fake") {
+		t.Error("InterruptPlatform with nothing running reported true")
+	}
+	h.send(alice, "hang")
+	h.waitText("working")
+	h.send(alice, "queued one")
+	h.waitText("Queued — position 1")
+	if h.eng.InterruptPlatform("other") {
+		t.Error("InterruptPlatform of another platform reported true")
+	}
+	if !h.eng.InterruptPlatform("fake") {
+		t.Fatal("InterruptPlatform with a running turn reported false")
+	}
+	h.waitText("working\n\n⏹ Stopped.")
+	h.waitText("⏹ Cancelled: the running turn was interrupted before this message ran.")
+	h.idle()
+	h.send(alice, "still here")
+	h.waitText("still here")
 }

@@ -152,6 +152,34 @@ func (e *Engine) Interrupt(stopGrace time.Duration) {
 	e.shutdown(ctx, stopGrace, agentproc.ErrInterrupted)
 }
 
+// InterruptPlatform stops every turn running on platform as an interactive
+// Ctrl-C would (exit 130, the reply says "Stopped.") and cancels the
+// messages queued behind them, telling their senders. Unlike Interrupt the
+// engine goes on taking turns. It reports whether anything was running or
+// queued there.
+func (e *Engine) InterruptPlatform(platform string) bool {
+	e.mu.Lock()
+	keys := map[core.ConversationKey]bool{}
+	for k, t := range e.running {
+		if t.plat.Name() == platform {
+			keys[k] = true
+		}
+	}
+	for _, t := range e.queued {
+		if t.plat.Name() == platform {
+			keys[t.key] = true
+		}
+	}
+	e.mu.Unlock()
+	any := false
+	for k := range keys {
+		stopped, dropped := e.lanes.Stop(k, agentproc.ErrInterrupted, true)
+		e.dropped(context.Background(), dropped, "⏹ Cancelled: the running turn was interrupted before this message ran.")
+		any = any || stopped || len(dropped) > 0
+	}
+	return any
+}
+
 func (e *Engine) shutdown(ctx context.Context, stopGrace time.Duration, cause error) {
 	e.gate.begin()
 	defer e.stop()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
@@ -26,6 +27,10 @@ const (
 // previewRunes bounds the tool input shown in a prompt.
 const previewRunes = 600
 
+// flushWait bounds how long a prompt waits for the reply's pending text
+// (what the agent said before asking) to be shown above it.
+const flushWait = 3 * time.Second
+
 // prompt is a permission request shown with buttons, waiting for an answer.
 type prompt struct {
 	req     *agentproc.PermissionRequest
@@ -36,11 +41,14 @@ type prompt struct {
 
 	mu      sync.Mutex
 	outcome string // who decided what; set once, by the first accepted press
+	told    bool   // the prompt already says outcome (a press edits it before the agent hears)
 }
 
 // ask shows req as a prompt and waits until it is answered by anyone: a
 // press, the runner's permission timeout, or the end of the turn. It then
-// edits the prompt to say what happened and removes its buttons.
+// edits the prompt to say what happened and removes its buttons. The
+// reply's text so far is shown first, so the prompt comes after what the
+// agent said before asking.
 func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentproc.PermissionRequest) {
 	log := e.log.With("conv", t.msg.Conv, "turn", t.id, "tool", req.Tool, "request", req.ID)
 	granted, err := e.store.Granted(ctx, t.key, session, req.Tool)
@@ -70,11 +78,14 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 	token := newToken()
 	text := promptText(req, t.msg.From, lim)
 	buttons := []core.Button{
-		{Label: "Allow", Value: token + ":" + choiceAllow, Style: core.StylePrimary},
-		{Label: "Deny", Value: token + ":" + choiceDeny, Style: core.StyleDanger},
-		{Label: "Allow for this session", Value: token + ":" + choiceSession},
+		{Label: "Allow", Value: token + ":" + choiceAllow, Style: core.StylePrimary, Answer: core.AnswerAllow},
+		{Label: "Deny", Value: token + ":" + choiceDeny, Style: core.StyleDanger, Answer: core.AnswerDeny},
+		{Label: "Allow for this session", Value: token + ":" + choiceSession, Answer: core.AnswerAllowSession},
 	}
 	pr := &prompt{req: req, turn: t, session: session, text: text}
+	fctx, cancel := context.WithTimeout(ctx, flushWait)
+	t.pres.Flush(fctx)
+	cancel()
 	e.mu.Lock()
 	e.prompts[token] = pr
 	e.mu.Unlock()
@@ -98,7 +109,9 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		req.Respond(agentproc.Decision{Message: "the bridge could not show the permission prompt to the user"})
 		return
 	}
+	pr.mu.Lock()
 	pr.ref = ref
+	pr.mu.Unlock()
 	shown := core.Shown{Ref: ref, Text: text}
 	t.journal.prompt(shown, true)
 	defer t.journal.prompt(shown, false)
@@ -106,7 +119,7 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 	<-req.Done()
 	d, source := req.Answer()
 	pr.mu.Lock()
-	outcome := pr.outcome
+	outcome, told := pr.outcome, pr.told
 	pr.mu.Unlock()
 	result := "denied"
 	switch {
@@ -128,9 +141,19 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 	case outcome == "":
 		outcome = "❌ Denied."
 	}
-	final := text + "\n\n" + render.Render(outcome, lim.Dialect)
+	if told && source == agentproc.AnsweredByCaller {
+		return
+	}
+	e.showOutcome(ctx, pr, ref, outcome)
+}
+
+// showOutcome edits the prompt to say how it was answered, without its
+// buttons.
+func (e *Engine) showOutcome(ctx context.Context, pr *prompt, ref core.MessageRef, outcome string) {
+	t := pr.turn
+	final := pr.text + "\n\n" + render.Render(outcome, t.plat.Limits().Dialect)
 	if err := retry(ctx, func() error { return t.plat.Edit(ctx, ref, core.Post{Text: final}) }); err != nil {
-		log.WarnContext(ctx, "permission prompt could not be updated", "err", err)
+		e.log.WarnContext(ctx, "permission prompt could not be updated", "conv", t.msg.Conv, "turn", t.id, "err", err)
 	}
 }
 
@@ -237,13 +260,23 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 	if !claimed {
 		pr.outcome = outcome
 	}
+	ref := pr.ref
 	pr.mu.Unlock()
 	if claimed {
 		answer("This request was already answered.")
 		return
 	}
+	// The outcome goes on the prompt before the agent hears it, so what it
+	// says next comes out after it.
+	if ref != (core.MessageRef{}) {
+		e.showOutcome(ctx, pr, ref, outcome)
+		pr.mu.Lock()
+		pr.told = true
+		pr.mu.Unlock()
+	}
 	// Respond fails only if the timeout or the end of the turn answered
-	// first; ask reports that source, not this outcome.
+	// first; ask reports that source (editing the prompt again), not this
+	// outcome.
 	if err := pr.req.Respond(d); err != nil {
 		answer("Too late: this request was already closed.")
 		return

@@ -96,7 +96,8 @@ type Presenter struct {
 	output   strings.Builder
 	thinking strings.Builder
 	final    *Final
-	prompts  int // permission prompts open (Prompt)
+	prompts  int             // permission prompts open (Prompt)
+	flushes  []chan struct{} // Flush callers waiting for the platform to catch up
 
 	wake chan struct{} // capacity 1: a pending "something changed"
 	done chan struct{} // closed when the loop returns
@@ -143,6 +144,35 @@ func (s *Presenter) Partial(role, text string) {
 	}
 	s.mu.Unlock()
 	s.poke()
+}
+
+// Flush waits until the platform shows all the text added so far (the
+// loop has nothing left to send), or ctx ends, or the presenter is done:
+// for a message that must come after that text, such as a permission
+// prompt the agent asked for after saying what it wants to do.
+func (s *Presenter) Flush(ctx context.Context) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.flushes = append(s.flushes, ch)
+	s.mu.Unlock()
+	s.poke()
+	select {
+	case <-ch:
+	case <-s.done:
+	case <-ctx.Done():
+	}
+}
+
+// caughtUp releases the Flush callers: everything added before they called
+// is on the platform.
+func (s *Presenter) caughtUp() {
+	s.mu.Lock()
+	waiting := s.flushes
+	s.flushes = nil
+	s.mu.Unlock()
+	for _, ch := range waiting {
+		close(ch)
+	}
 }
 
 // Prompt notes a permission prompt of this turn opening (open) or closing.
@@ -271,6 +301,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 				return nil
 			}
 			// Nothing to do until something changes (or the placeholder is due).
+			s.caughtUp()
 			if err := s.idleUntil(ctx, placeholderDue); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
@@ -384,6 +415,7 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 		if final != nil || s.opts.PlaceholderDelay > 0 && time.Since(start) >= s.opts.PlaceholderDelay {
 			return 0, false, nil
 		}
+		s.caughtUp()
 		if err := s.idle(ctx, true, start); err != nil {
 			return 0, false, fmt.Errorf("present reply in %s: %w", s.conv, err)
 		}
@@ -403,6 +435,7 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 		out, final := s.snapshot()
 		delta := out[appended:]
 		if delta == "" && final == nil {
+			s.caughtUp()
 			if err := s.idle(ctx, false, time.Time{}); err != nil {
 				return appended, false, fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}

@@ -44,6 +44,8 @@ const (
 //	ignore-term  like hang, but ignore SIGTERM (only SIGKILL ends it)
 //	perm         ask permission to run Bash, then stream
 //	             "answer=BEHAVIOR:MESSAGE" from the permission_response
+//	say-perm     stream "first words", 100 ms later " then more", then
+//	             ask and answer as perm does
 //	fail         stream "partial before failing", emit an error event, exit 1
 //	sleep:MS     sleep MS milliseconds, then answer "done" without usage
 //	slow:MS      stream "w0 " to "w7 " MS milliseconds apart, then "SLOW-DONE"
@@ -122,7 +124,12 @@ func Run(in io.Reader, out io.Writer) int {
 				return 143
 			}
 		}
-	case "perm":
+	case "perm", "say-perm":
+		if verb == "say-perm" {
+			partial("first words")
+			time.Sleep(100 * time.Millisecond)
+			partial(" then more")
+		}
 		emit(map[string]any{"type": "permission_request", "request_id": "r1", "tool_name": "Bash",
 			"description": "Run a command", "input": map[string]any{"command": "echo ok > f.txt"}})
 		resp, err := r.ReadBytes('\n')
