@@ -703,3 +703,45 @@ func TestInterruptPlatform(t *testing.T) {
 	h.send(alice, "still here")
 	h.waitText("still here")
 }
+
+// TestMessageAnswerCarriesNotices: a message's Answer takes the notices
+// answering it (a command's answer, the refusal to a stranger) instead of
+// the platform's Send; when it declines, the notice is posted as usual.
+func TestMessageAnswerCarriesNotices(t *testing.T) {
+	h := newHarness(t, "", nil)
+	answered := make(chan string, 4)
+	var decline atomic.Bool
+	deliver := func(from core.User, text string) {
+		h.plat.Deliver(t.Context(), core.Message{Conv: conv, ID: h.t.Name() + "-" + text + from.ID, From: from, Text: text,
+			Answer: func(_ context.Context, p core.Post) (core.MessageRef, bool) {
+				if decline.Load() {
+					return core.MessageRef{}, false
+				}
+				answered <- p.Text
+				return core.MessageRef{Conv: conv, ID: "answer"}, true
+			}})
+	}
+	waitAnswer := func(want string) {
+		t.Helper()
+		select {
+		case got := <-answered:
+			if !strings.Contains(got, want) {
+				t.Fatalf("answered %q, want %q in it", got, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no answer containing %q", want)
+		}
+	}
+	deliver(alice, "/status")
+	waitAnswer("Idle")
+	deliver(core.User{ID: "mallory"}, "hello")
+	waitAnswer("not allowed")
+	for _, c := range h.plat.CallsOf(platformtest.OpSend) {
+		if strings.Contains(c.Post.Text, "Idle") || strings.Contains(c.Post.Text, "not allowed") {
+			t.Fatalf("a notice that Answer took was posted too: %q", c.Post.Text)
+		}
+	}
+	decline.Store(true)
+	deliver(alice, "/sessions")
+	h.waitText("Sessions here")
+}
