@@ -202,6 +202,36 @@ func TestProfilesRunTheReadyShimsInTheirWorkspace(t *testing.T) {
 	}
 }
 
+// TestPermissionRoundTripThroughTheContainer: a permission request comes
+// out of the container and the bridge's answer goes back in on the same
+// stdin, which stays open (P-STDIN-2), through docker and kubectl alike.
+func TestPermissionRoundTripThroughTheContainer(t *testing.T) {
+	for _, file := range []string{"docker/claude-code.yaml", "kubernetes/qwen-code.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			w := newWorld(t)
+			p, err := agentproc.LoadProfile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var asked []string
+			o, err := agentproc.Run(t.Context(), p, agentproc.Turn{Message: "perm", ConversationID: "discord-00ff00ff00ff00ff"}, agentproc.Options{
+				Environ:         w.environ,
+				CollectPartials: true,
+				OnEvent: func(ev agentproc.Event) {
+					if ev.Kind == agentproc.EventPermission {
+						asked = append(asked, ev.Request.Tool)
+						_ = ev.Request.Respond(agentproc.Decision{Allow: true, Message: "from chat"})
+					}
+				},
+			})
+			if err != nil || o.ExitCode != 0 || !slices.Equal(asked, []string{"Bash"}) ||
+				!strings.Contains(strings.Join(o.Partials, "")+o.Reply, "answer=allow:from chat") {
+				t.Fatalf("asked %q, outcome %+v, %v; want the allow to reach the agent", asked, o, err)
+			}
+		})
+	}
+}
+
 // harness is an engine with a fake platform and a real bbolt store whose
 // one profile is an isolated one.
 type harness struct {
