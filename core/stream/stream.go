@@ -310,11 +310,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 
 		// Respect the cadence and any rate limit. New partials arriving
 		// meanwhile are coalesced: the text is recomputed after the wait.
-		waitUntil := notBefore
-		if next := lastOp.Add(interval); !lastOp.IsZero() && next.After(waitUntil) {
-			waitUntil = next
-		}
-		if d := time.Until(waitUntil); d > 0 {
+		if d := time.Until(nextWrite(lastOp, notBefore, interval)); d > 0 {
 			if err := pause.Sleep(ctx, d); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
@@ -441,11 +437,7 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 			}
 			continue
 		}
-		waitUntil := notBefore
-		if next := lastOp.Add(interval); !lastOp.IsZero() && next.After(waitUntil) {
-			waitUntil = next
-		}
-		if d := time.Until(waitUntil); d > 0 {
+		if d := time.Until(nextWrite(lastOp, notBefore, interval)); d > 0 {
 			if err := pause.Sleep(ctx, d); err != nil {
 				return appended, false, fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
@@ -677,4 +669,13 @@ func quote(thinking string) string {
 		thinking = "…" + string(r[len(r)-thinkingTail:])
 	}
 	return render.QuoteMarkdown("💭 " + thinking)
+}
+
+// nextWrite is when the next write of a reply may go: not before notBefore
+// (a rate limit's end) and one cadence interval after the last write.
+func nextWrite(lastOp, notBefore time.Time, interval time.Duration) time.Time {
+	if next := lastOp.Add(interval); !lastOp.IsZero() && next.After(notBefore) {
+		return next
+	}
+	return notBefore
 }
