@@ -244,6 +244,8 @@ type session struct {
 
 	streamed   map[string]bool // assistant message ids whose text came as deltas
 	tools      map[string]bool // tool_use ids already shown
+	textStart  bool            // the next text delta starts a text block
+	dropText   bool            // the current text block is an API error report
 	anyOutput  bool            // an output partial was written
 	sepPending bool            // the next output text starts a new block
 }
@@ -374,14 +376,24 @@ func (s *session) streamEvent(ev *streamEvent) {
 	case "content_block_start":
 		if ev.ContentBlock != nil && ev.ContentBlock.Type == "text" {
 			s.sepPending = true
+			s.textStart, s.dropText = true, false
 		}
+	case "content_block_stop":
+		s.dropText = false
 	case "content_block_delta":
 		if ev.Delta == nil {
 			return
 		}
 		switch ev.Delta.Type {
 		case "text_delta":
-			s.output(ev.Delta.Text)
+			if s.textStart {
+				// A block that starts as the CLI's API error report is
+				// the turn's error, not its reply (see flavor.apiError).
+				s.textStart, s.dropText = false, s.apiError(ev.Delta.Text)
+			}
+			if !s.dropText {
+				s.output(ev.Delta.Text)
+			}
 		case "thinking_delta":
 			_ = s.em.Partial(ev.Delta.Thinking, "thinking")
 		}

@@ -363,8 +363,8 @@ func TestReplayQwen(t *testing.T) {
 		Name:   "an API error qwen reports as a successful reply is the turn's error",
 		Script: "qwen_api_error.txt",
 		Turn:   ev{"message": "hi"},
-		Want: []ev{{"type": "error", "message": "[API Error: Connection error. (cause: fetch failed)]", "session_id": "c0df77a7-de27-4d5b-9e3a-eecc99ae85b0",
-			"usage": ev{"duration_ms": 3142.0}}},
+		Want: []ev{{"type": "error", "message": "[API Error: Connection error. (cause: fetch failed)]", "session_id": "14d783cd-3549-44d1-bda9-5c2d19a836f0",
+			"usage": ev{"duration_ms": 3274.0}}},
 		Argv:   argv(base),
 		Failed: true,
 	})

@@ -70,7 +70,7 @@ func attempt(ctx context.Context, st shimio.Setup, resume string, em *shimio.Emi
 	// The prompt on stdin, not as an argument: it may start with "-".
 	_, _ = io.WriteString(p.Stdin, st.Turn.Prompt())
 	p.Stdin.Close()
-	t := &translator{em: em, p: p, stderr: stderr}
+	t := &translator{em: em, p: p, stderr: stderr, resumed: resume != ""}
 	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, t.handle)
 	return p.Finish(ctx, em, st.CLI, readErr, func(code int) string {
 		if code == 55 {
@@ -82,10 +82,12 @@ func attempt(ctx context.Context, st shimio.Setup, resume string, em *shimio.Emi
 
 // translator turns gemini's stream-json events into AgentProc events.
 type translator struct {
-	em     *shimio.Emitter
-	p      *shimio.Proc // told about progress (nil in fuzz tests)
-	stderr io.Writer
-	text   strings.Builder // the assistant's text so far: the result text
+	em      *shimio.Emitter
+	p       *shimio.Proc // told about progress (nil in fuzz tests)
+	resumed bool         // gemini resumed a saved session
+	sid     string       // init's session id, reported once gemini can resume it
+	stderr  io.Writer
+	text    strings.Builder // the assistant's text so far: the result text
 }
 
 type streamEvent struct {
@@ -118,13 +120,20 @@ func (t *translator) handle(raw []byte) error {
 		fmt.Fprintf(t.stderr, "shim gemini: ignored a line that is not JSON: %.200s\n", raw)
 		return nil
 	}
-	if ev.Type == "tool_use" || ev.Type == "result" || ev.Type == "message" && ev.Role == "assistant" {
+	if ev.Type == "tool_use" || ev.Type == "result" && ev.Status == "success" || ev.Type == "message" && ev.Role == "assistant" {
 		t.p.Progress() // gemini heard from its model API
+		// gemini 0.61.0 cannot resume a session without a model message
+		// ("No previous sessions found for this project."), though it
+		// saved the user's: the id is reported from the first answer on.
+		t.em.SetSession(t.sid)
 	}
 	switch ev.Type {
 	case "init":
 		// Only init carries the id; the emitter repeats it.
-		t.em.SetSession(ev.SessionID)
+		t.sid = ev.SessionID
+		if t.resumed {
+			t.em.SetSession(t.sid)
+		}
 	case "tool_use":
 		_ = t.em.Tool(ev.ToolName, shimio.ToolDetail(ev.Params))
 	case "message":

@@ -72,7 +72,7 @@ func TestClaudeCodeLive(t *testing.T) {
 	e := liveEnv{
 		path: []string{agentbridge(t), bin},
 		env: []string{"HOME=" + home, "ANTHROPIC_BASE_URL=" + mock.URL, "ANTHROPIC_API_KEY=sk-ant-live-test",
-			// Not in the profile's allowlist: must not reach claude (F-ENV-2).
+			// Allowlisted: the operator's value wins over the shim's 2.
 			"CLAUDE_CODE_MAX_RETRIES=0"},
 		dir: work,
 	}

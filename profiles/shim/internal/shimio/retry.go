@@ -17,7 +17,7 @@ import (
 const RetryEnv = "AGENTBRIDGE_API_RETRY_SECS"
 
 // DefaultRetryLimit is the bound when RetryEnv is unset or empty.
-const DefaultRetryLimit = 60 * time.Second
+const DefaultRetryLimit = 45 * time.Second
 
 // RetryLimit reads RetryEnv from environ; 0 means no bound. A value that
 // is not a whole number of seconds gets the default.
