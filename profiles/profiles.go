@@ -121,11 +121,29 @@ func Warnings(profiles map[string]*agentproc.Profile) []string {
 				err = fmt.Errorf("its shim runs %s: %w", cli, err)
 			}
 		}
+		if client := isolateClient(p); err == nil && client != "" {
+			q := *p
+			q.Command, q.Args = client, nil
+			if err = q.Check(nil); err != nil {
+				err = fmt.Errorf("it runs its agent through %s: %w", client, err)
+			}
+		}
 		if err != nil {
 			out = append(out, fmt.Sprintf("profile %s: %v; its turns will fail until that is fixed", name, err))
 		}
 	}
 	return out
+}
+
+// isolateClient returns the container client a profile such as
+// `command: agentbridge` / `args: [isolate, docker, ...]` runs (docker,
+// podman or kubectl: agentbridge isolate runs the runtime by that name), or
+// "" for a profile that runs no isolate.
+func isolateClient(p *agentproc.Profile) string {
+	if filepath.Base(p.Command) != "agentbridge" || len(p.Args) < 2 || p.Args[0] != "isolate" {
+		return ""
+	}
+	return p.Args[1]
 }
 
 // shimCLI returns the command the shim of a profile such as

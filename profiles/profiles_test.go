@@ -26,3 +26,21 @@ func TestShimCLI(t *testing.T) {
 		}
 	}
 }
+
+func TestIsolateClient(t *testing.T) {
+	for _, tt := range []struct {
+		command string
+		args    []string
+		want    string
+	}{
+		{"agentbridge", []string{"isolate", "kubectl", "--image", "i", "--", "shim", "claude"}, "kubectl"},
+		{"/usr/local/bin/agentbridge", []string{"isolate", "podman"}, "podman"},
+		{"agentbridge", []string{"isolate"}, ""},
+		{"agentbridge", []string{"shim", "claude"}, ""},
+		{"docker", []string{"isolate", "docker"}, ""},
+	} {
+		if got := isolateClient(&agentproc.Profile{Command: tt.command, Args: tt.args}); got != tt.want {
+			t.Errorf("isolateClient(%s %v) = %q, want %q", tt.command, tt.args, got, tt.want)
+		}
+	}
+}
