@@ -101,8 +101,13 @@ func Check(path string, kinds []config.Kind) *Report {
 		r.Errors = append(r.Errors, problems(err)...)
 		slices.SortStableFunc(r.Errors, func(a, b Problem) int { return a.Line - b.Line })
 	}
-	for _, w := range profiles.Warnings(profs) {
-		r.Warnings = append(r.Warnings, Problem{Problem: w, Message: w})
+	bad := profiles.Unstartable(profs)
+	for _, name := range slices.Sorted(maps.Keys(bad)) {
+		// Located at the config line that names the profile; worded as
+		// serve logs it.
+		p := fieldProblem(cfg.Problem("profiles."+name, "%v", bad[name]))
+		p.Message = profiles.Warning(name, bad[name])
+		r.Warnings = append(r.Warnings, p)
 	}
 
 	for _, a := range cfg.Enabled() {

@@ -104,15 +104,15 @@ func indent(err error) string {
 	return "\n    " + strings.ReplaceAll(msg, "\n", "\n    ")
 }
 
-// Warnings checks that each profile's agent could start on this machine
+// Unstartable checks that each profile's agent could start on this machine
 // (its command found, its working directory there; for a profile that runs
-// an agentbridge shim, the CLI behind it too) and describes each one that
-// could not, in name order. A warning, not an error: the config may be
-// checked on another machine than the one that serves it.
-func Warnings(profiles map[string]*agentproc.Profile) []string {
-	var out []string
-	for _, name := range slices.Sorted(maps.Keys(profiles)) {
-		p := profiles[name]
+// an agentbridge shim or isolate, the CLI or container client behind it
+// too) and returns, by profile name,
+// why each one that could not, could not. It is for warnings, not errors:
+// the config may be checked on another machine than the one that serves it.
+func Unstartable(profiles map[string]*agentproc.Profile) map[string]error {
+	out := map[string]error{}
+	for name, p := range profiles {
 		err := p.Check(nil)
 		if cli := shimCLI(p); err == nil && cli != "" {
 			q := *p
@@ -129,7 +129,7 @@ func Warnings(profiles map[string]*agentproc.Profile) []string {
 			}
 		}
 		if err != nil {
-			out = append(out, fmt.Sprintf("profile %s: %v; its turns will fail until that is fixed", name, err))
+			out[name] = err
 		}
 	}
 	return out
@@ -144,6 +144,22 @@ func isolateClient(p *agentproc.Profile) string {
 		return ""
 	}
 	return p.Args[1]
+}
+
+// Warning is how serve and validate word Unstartable's finding about a
+// profile.
+func Warning(name string, err error) string {
+	return fmt.Sprintf("profile %s: %v; its turns will fail until that is fixed", name, err)
+}
+
+// Warnings returns Unstartable's findings as warnings, in name order.
+func Warnings(profiles map[string]*agentproc.Profile) []string {
+	bad := Unstartable(profiles)
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(bad)) {
+		out = append(out, Warning(name, bad[name]))
+	}
+	return out
 }
 
 // shimCLI returns the command the shim of a profile such as

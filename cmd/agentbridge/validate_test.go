@@ -90,6 +90,9 @@ bogus: 1
 	if r.Valid || len(r.Errors) != 4 || len(r.Warnings) != 2 || r.Config != cfg {
 		t.Errorf("--json report = %+v", r)
 	}
+	if w := r.Warnings[0]; w.File != cfg || w.Line != 4 || w.Path != "profiles.claude" || !strings.Contains(w.Message, "profile claude: its shim runs claude") {
+		t.Errorf("first warning = %+v, want the claude profile at line 4", w)
+	}
 	if e := r.Errors[0]; e.File != cfg || e.Line != 2 || e.Path != "profiles.missing" || !strings.Contains(e.Message, "nope.yaml") {
 		t.Errorf("first error = %+v, want the missing profile at line 2", e)
 	}
