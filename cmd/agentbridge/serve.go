@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -12,6 +13,17 @@ import (
 	"github.com/agentbridge/agentbridge/daemon"
 	"github.com/agentbridge/agentbridge/platforms"
 )
+
+const serveUsage = `usage: agentbridge serve --config FILE
+
+Runs every enabled platform account of the config against one engine.
+SIGHUP reloads the config; SIGTERM or SIGINT drains running turns for
+shutdown_grace and exits. Exit status: 0 after a signal, 2 for an invalid
+config or profile or no platform enabled, 3 when every adapter stopped for
+good, 1 otherwise.
+
+flags:
+`
 
 // cmdServe runs every enabled platform account until SIGTERM or SIGINT,
 // then drains; SIGHUP reloads the config.
@@ -27,7 +39,11 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "config file (YAML)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fs.PrintDefaults()
+	}
+	cfgPath := fs.String("config", "", "config `file` (YAML; check it with agentbridge validate)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return nil
