@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,7 +25,7 @@ type checker struct {
 	f     map[string][]finding
 
 	first    *turn   // the first turn; permission answers held back answerDelay
-	asked    *turn   // the first turn in which the agent asked permission (first when none did)
+	asked    *turn   // the first turn with a request the checker allowed (first when none had)
 	resume   *turn   // the first turn's message again, with its session id; nil when it had none
 	stdin    *turn   // permission off: stdin held open after the turn line
 	deny     *turn   // permission on: the asking message again, every request denied
@@ -44,7 +45,7 @@ func (c *checker) add(id string, s Status, format string, args ...any) {
 }
 
 // result merges a rule's findings: its status is the worst of them, and
-// the evidence lists the findings of that status first.
+// its evidence the findings of that status.
 func (c *checker) result(r Rule) Result {
 	res := Result{ID: r.ID, Level: r.Level, Words: r.Words, Status: NotExercised, Evidence: []string{}}
 	fs := c.f[r.ID]
@@ -61,7 +62,7 @@ func (c *checker) result(r Rule) Result {
 		if f.status != res.Status {
 			continue
 		}
-		if len(res.Evidence) == maxEvidence && !contains(res.Evidence, f.text) {
+		if len(res.Evidence) == maxEvidence && !slices.Contains(res.Evidence, f.text) {
 			more++
 			continue
 		}
@@ -580,7 +581,7 @@ func (c *checker) sessionRules() {
 		switch {
 		case len(got) == 0:
 			c.add("P-SID-3", Pass, "%s", r.at("given session_id %q it reported no id (so the bridge keeps %q)", sid, sid))
-		case contains(got, sid):
+		case slices.Contains(got, sid):
 			c.add("P-SID-3", Pass, "%s", r.at("given session_id %q it continued that session", sid))
 		default:
 			c.add("P-SID-3", Fail, "%s", r.at("given session_id %q it reported %q: it started another session instead of continuing its own", sid, got[0]))
@@ -601,15 +602,6 @@ func clipAll(ss []string, n int) []string {
 		out = append(out, fmt.Sprintf("%q", clip([]byte(s), 60)))
 	}
 	return out
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // permissionRules: with permission on, the agent waits for each answer
