@@ -243,6 +243,14 @@ func waitMessage(t *testing.T, fake *telegramtest.Server, chat int64, what strin
 // loses its buttons, and the next message resumes the agent session the
 // interrupted turn had started (saved mid-turn, P-SID-1).
 func TestServeRecoversFromKill9(t *testing.T) {
+	// With drafts (Telegram's default in private chats) the streamed reply
+	// is a draft, which dies with the process: its text is posted again.
+	for _, drafts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("drafts=%v", drafts), func(t *testing.T) { serveKill9(t, drafts) })
+	}
+}
+
+func serveKill9(t *testing.T, drafts bool) {
 	const token = "987654:CRASH-SECRET"
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
@@ -256,9 +264,9 @@ telegram:
   enabled: true
   token: ${AGENTBRIDGE_TEST_TG_TOKEN}
   api_url: %s
-  drafts: false
+  drafts: %v
   allow_users: ["1001", "1002", "1003"]
-`, filepath.Join(t.TempDir(), "bridge.db"), continuityProfile(t, pids), fake.URL))
+`, filepath.Join(t.TempDir(), "bridge.db"), continuityProfile(t, pids), fake.URL, drafts))
 	env := "AGENTBRIDGE_TEST_TG_TOKEN=" + token
 
 	b1 := startBridge(t, cfg, env)
@@ -266,11 +274,15 @@ telegram:
 	fake.Push(telegramtest.PrivateMessage(1, telegramtest.User(streamer, "Ann", "ann"), "stream"))
 	fake.Push(telegramtest.PrivateMessage(1, telegramtest.User(prompter, "Bo", "bo"), "perm"))
 	fake.Push(telegramtest.PrivateMessage(1, telegramtest.User(waiter, "Cy", "cy"), "silent"))
-	reply := waitMessage(t, fake, streamer, "streaming", func(m telegramtest.Message) bool { return strings.Contains(m.Text, "half an answer") })
+	replyRef := "reply=draft-"
+	if !drafts {
+		reply := waitMessage(t, fake, streamer, "streaming", func(m telegramtest.Message) bool { return strings.Contains(m.Text, "half an answer") })
+		replyRef = "reply=" + strconv.Itoa(reply.ID)
+	}
 	waitMessage(t, fake, prompter, "with buttons", func(m telegramtest.Message) bool { return m.Markup != "" })
 	placeholder := waitMessage(t, fake, waiter, "with the placeholder", func(m telegramtest.Message) bool { return m.Text == "thinking…" })
 	// The journal has caught up with what the chats show.
-	b1.waitLog("journal updated", "conv.channel=1001", "reply="+strconv.Itoa(reply.ID), "placeholder=false", "agent_pgid=")
+	b1.waitLog("journal updated", "conv.channel=1001", replyRef, "placeholder=false", "agent_pgid=")
 	b1.waitLog("journal updated", "conv.channel=1002", "prompts=1", "agent_pgid=")
 	b1.waitLog("journal updated", "conv.channel=1003", "reply="+strconv.Itoa(placeholder.ID), "placeholder=true", "agent_pgid=")
 	b1.waitLog("agent session id saved", "agent_session=crash-sess", "turn_finished=false") // P-SID-1

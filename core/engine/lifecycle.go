@@ -73,7 +73,8 @@ func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.Jo
 	var errs []error
 	for _, pr := range j.Prompts {
 		// Edited without buttons: a press could reach no one.
-		if err := e.editShown(ctx, p, pr, expiredNotice); err != nil && !errors.Is(err, core.ErrNotFound) {
+		err := p.Edit(ctx, pr.Ref, withNotice(p, pr, expiredNotice))
+		if err != nil && !errors.Is(err, core.ErrNotModified) && !errors.Is(err, core.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("expire permission prompt: %w", err))
 		}
 	}
@@ -92,9 +93,16 @@ func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.Jo
 		}
 		e.log.WarnContext(ctx, "could not edit interrupted placeholder; sending a notice", "conv", j.Conv, "err", err)
 	case r.Text != "" && render.Length(r.Text)+render.Length(interruptedNotice)+2 <= maxText(lim):
-		err := e.editShown(ctx, p, r, interruptedNotice)
-		if err == nil {
+		err := p.Edit(ctx, r.Ref, withNotice(p, r, interruptedNotice))
+		if err == nil || errors.Is(err, core.ErrNotModified) {
 			return nil
+		}
+		if errors.Is(err, core.ErrNotFound) {
+			// Gone — a Telegram draft does not outlive the process that
+			// streamed it — so post what it showed again: the user keeps it.
+			post := withNotice(p, r, interruptedNotice)
+			post.ReplyTo = j.MessageID
+			return e.post(ctx, p, j.Conv, post)
 		}
 		e.log.WarnContext(ctx, "could not edit interrupted reply; sending a notice", "conv", j.Conv, "err", err)
 	}
@@ -102,24 +110,31 @@ func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.Jo
 	if r.Ref.ID != "" {
 		text = interruptedNotice
 	}
-	_, err := p.Send(ctx, j.Conv, core.Post{Text: text, Plain: true, ReplyTo: j.MessageID})
-	return err
+	return e.post(ctx, p, j.Conv, core.Post{Text: text, Plain: true, ReplyTo: j.MessageID})
 }
 
-// editShown edits a message to what it showed plus a closing notice, with
-// no buttons.
-func (e *Engine) editShown(ctx context.Context, p core.Platform, m core.Shown, notice string) error {
-	text := m.Text
+// post sends a recovery message and marks it final at once, so a platform
+// that keeps streamed messages provisional (a Telegram draft) shows it for
+// good.
+func (e *Engine) post(ctx context.Context, p core.Platform, conv core.ConversationKey, post core.Post) error {
+	ref, err := p.Send(ctx, conv, post)
+	if err != nil {
+		return err
+	}
+	if f, ok := p.(core.MessageFinalizer); ok {
+		if err := f.FinalizeMessage(ctx, ref); err != nil {
+			e.log.WarnContext(ctx, "could not finalize a recovery message", "conv", conv, "err", err)
+		}
+	}
+	return nil
+}
+
+// withNotice is m as it was shown plus a closing notice, without buttons.
+func withNotice(p core.Platform, m core.Shown, notice string) core.Post {
 	if m.Plain {
-		text += "\n\n" + notice
-	} else {
-		text += "\n\n" + render.Render(render.EscapeMarkdown(notice), p.Limits().Dialect)
+		return core.Post{Text: m.Text + "\n\n" + notice, Plain: true}
 	}
-	err := p.Edit(ctx, m.Ref, core.Post{Text: text, Plain: m.Plain})
-	if errors.Is(err, core.ErrNotModified) {
-		return nil
-	}
-	return err
+	return core.Post{Text: m.Text + "\n\n" + render.Render(render.EscapeMarkdown(notice), p.Limits().Dialect)}
 }
 
 // Idle waits until no conversation has an event waiting on its intake or
