@@ -129,3 +129,43 @@ func TestOnShowReportsTheLastMessage(t *testing.T) {
 		}
 	})
 }
+
+// TestQuietReplyStaysVisiblyAlive: when the agent goes quiet after some
+// output (a long tool call with its thinking hidden), a line under the
+// text counts the quiet time every Heartbeat; new output takes it away,
+// and an open prompt has none.
+func TestQuietReplyStaysVisiblyAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, time.Second))
+		s := stream.Start(t.Context(), p, conv, stream.Options{Heartbeat: 20 * time.Second})
+		s.Partial(stream.RoleOutput, "hello")
+		time.Sleep(50 * time.Second)
+		s.Partial(stream.RoleThinking, "hidden thinking does not count as shown")
+		time.Sleep(15 * time.Second)
+		synctest.Wait()
+		want := []string{"hello", "hello\n\n⏳ still working… (20 s)", "hello\n\n⏳ still working… (40 s)", "hello\n\n⏳ still working… (1 min)"}
+		if got := shownTexts(p); !slices.Equal(got, want) {
+			t.Fatalf("quiet reply = %q, want %q", got, want)
+		}
+		s.Partial(stream.RoleOutput, " world")
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := p.Texts(conv); len(got) != 1 || got[0] != "hello world" {
+			t.Fatalf("after new output = %q, want the quiet line gone", got)
+		}
+		s.Prompt(true)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := p.Texts(conv); got[0] != "hello world" {
+			t.Errorf("with a prompt open = %q, want no quiet line", got)
+		}
+		s.Prompt(false)
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Texts(conv); len(got) != 1 || got[0] != "hello world" {
+			t.Errorf("final = %q", got)
+		}
+	})
+}

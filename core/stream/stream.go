@@ -98,6 +98,9 @@ type Presenter struct {
 	final    *Final
 	prompts  int             // permission prompts open (Prompt)
 	flushes  []chan struct{} // Flush callers waiting for the platform to catch up
+	// lastVisible is when the last partial that changes what the reply
+	// shows arrived, for the quiet line.
+	lastVisible time.Time
 
 	wake chan struct{} // capacity 1: a pending "something changed"
 	done chan struct{} // closed when the loop returns
@@ -141,6 +144,9 @@ func (s *Presenter) Partial(role, text string) {
 		s.thinking.WriteString(text)
 	} else {
 		s.output.WriteString(text)
+	}
+	if role != RoleThinking || s.opts.ShowThinking {
+		s.lastVisible = time.Now()
 	}
 	s.mu.Unlock()
 	s.poke()
@@ -265,6 +271,20 @@ func (s *Presenter) loop(ctx context.Context) error {
 		if md != "" {
 			want = render.Split(md, dialect, maxText)
 		}
+		var quietDue time.Time // when the quiet line changes next
+		if final == nil && win.to < 0 && len(want) > 0 {
+			var line string
+			line, quietDue = s.quiet(time.Now())
+			last := len(want) - 1
+			if line != "" {
+				if !plainMode {
+					line = render.Render("_"+render.EscapeMarkdown(line)+"_", dialect)
+				}
+				if render.Length(want[last])+2+render.Length(line) <= maxText {
+					want[last] += "\n\n" + line
+				}
+			}
+		}
 
 		// Pick the first message that differs from what the platform shows.
 		idx := -1
@@ -302,7 +322,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 			}
 			// Nothing to do until something changes (or the placeholder is due).
 			s.caughtUp()
-			if err := s.idleUntil(ctx, placeholderDue); err != nil {
+			if err := s.idleUntil(ctx, earliest(placeholderDue, quietDue)); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
 			continue
@@ -559,6 +579,37 @@ func (s *Presenter) placeholder(elapsed time.Duration, shown bool) (string, time
 		return s.opts.Placeholder, beat
 	}
 	return s.opts.Placeholder + " (" + clock(beats) + ")", beats + beat
+}
+
+// quietText is the line under a streamed reply whose agent has shown
+// nothing new for a Heartbeat or more.
+const quietText = "⏳ still working…"
+
+// quiet returns the line that ends the reply while the agent has shown
+// nothing new for a Heartbeat or more ("" before that, or while a
+// permission prompt is open: the prompt shows what the turn waits for), and
+// when it changes next (zero: only when poked).
+func (s *Presenter) quiet(now time.Time) (string, time.Time) {
+	s.mu.Lock()
+	since, waiting := s.lastVisible, s.prompts > 0
+	s.mu.Unlock()
+	if waiting || since.IsZero() {
+		return "", time.Time{}
+	}
+	beat := s.opts.Heartbeat
+	q := now.Sub(since).Truncate(beat)
+	if q < beat {
+		return "", since.Add(beat)
+	}
+	return quietText + " (" + clock(q) + ")", since.Add(q + beat)
+}
+
+// earliest is the earlier of two times, ignoring zero ones.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // clock shows a whole number of seconds as "40 s" or "2 min 20 s".
