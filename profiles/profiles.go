@@ -82,8 +82,15 @@ func Load(cfg *config.Config) (map[string]*agentproc.Profile, error) {
 	return profiles, errors.Join(errs...)
 }
 
+// SelfCommand is the command by which a profile runs agentbridge itself (a
+// shim, the demo agent): the running binary, wherever it is, not whatever
+// PATH holds. So the ready profiles work straight after go build or go run,
+// and a bridge never runs another version's shims.
+const SelfCommand = "agentbridge"
+
 // Open loads the profile ref names: "builtin:demo" (the demo agent keeping
-// its memory under demoState) or a profile file.
+// its memory under demoState) or a profile file. A profile file whose
+// command is SelfCommand runs the running binary.
 func Open(ref, demoState string) (*agentproc.Profile, error) {
 	switch {
 	case ref == config.BuiltinPrefix+"demo":
@@ -91,7 +98,16 @@ func Open(ref, demoState string) (*agentproc.Profile, error) {
 	case strings.HasPrefix(ref, config.BuiltinPrefix):
 		return nil, fmt.Errorf("unknown built-in profile %q (known: builtin:demo)", ref)
 	}
-	return agentproc.LoadProfile(ref)
+	p, err := agentproc.LoadProfile(ref)
+	if err != nil {
+		return nil, err
+	}
+	if p.Command == SelfCommand {
+		if exe, err := os.Executable(); err == nil {
+			p.Command = exe
+		}
+	}
+	return p, nil
 }
 
 // indent puts each line of a multi-line error on its own indented line
@@ -167,7 +183,9 @@ func Warnings(profiles map[string]*agentproc.Profile) []string {
 // which is its CLI's (claude, codex, gemini, qwen), unless --bin names
 // another. It returns "" for a profile that runs no shim.
 func shimCLI(p *agentproc.Profile) string {
-	if filepath.Base(p.Command) != "agentbridge" || len(p.Args) < 2 || p.Args[0] != "shim" {
+	exe, _ := os.Executable()
+	self := p.Command == SelfCommand || p.Command == exe || filepath.Base(p.Command) == SelfCommand
+	if !self || len(p.Args) < 2 || p.Args[0] != "shim" {
 		return ""
 	}
 	bin := p.Args[1]

@@ -6,9 +6,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 )
 
@@ -58,6 +58,7 @@ func (p *Prompter) Ask(r *agentproc.PermissionRequest) {
 }
 
 func (p *Prompter) loop() {
+	granted := map[string]bool{} // tools allowed for the rest of the run
 	for {
 		var r *agentproc.PermissionRequest
 		select {
@@ -70,24 +71,60 @@ func (p *Prompter) loop() {
 			continue
 		default:
 		}
+		if granted[r.Tool] {
+			_ = r.Respond(agentproc.Decision{Allow: true})
+			fmt.Fprintf(p.stderr, "\npermission: %s allowed (allowed for this session earlier)\n", r.Tool)
+			continue
+		}
 		desc := r.Description
 		if desc != "" {
 			desc = " — " + desc
 		}
-		fmt.Fprintf(p.stderr, "\npermission: %s%s\n  input: %s\nallow? [y/N] ", r.Tool, desc, r.Input)
+		fmt.Fprintf(p.stderr, "\npermission: %s%s\n  input: %s\n%s? ", r.Tool, desc, r.Input, choices)
+		if !p.answer(r, granted) {
+			return
+		}
+	}
+}
+
+// choices is the question, in the words core.ParseAnswer reads, as the
+// terminal chat shows it.
+const choices = "[A]llow / [D]eny / Allow for this [s]ession (or y / n)"
+
+// answer reads lines until one is an answer to r, asking again after any
+// other, and responds. It reports false when the prompter is closing.
+func (p *Prompter) answer(r *agentproc.PermissionRequest, granted map[string]bool) bool {
+	for {
 		select {
 		case line, ok := <-p.lines:
-			d := agentproc.Decision{Message: "denied by the user"}
-			if ok && isYes(line) {
-				d = agentproc.Decision{Allow: true}
+			if !ok {
+				if err := r.Respond(agentproc.Decision{Message: "denied: no answer (end of input)"}); err == nil {
+					fmt.Fprintln(p.stderr, "\n(denied: end of input)")
+				}
+				return true
+			}
+			ans, known := core.ParseAnswer(line)
+			if !known {
+				fmt.Fprintf(p.stderr, "Please answer %s: ", choices)
+				continue
+			}
+			d := agentproc.Decision{Allow: true}
+			switch ans {
+			case core.AnswerDeny:
+				d = agentproc.Decision{Message: "denied by the user"}
+			case core.AnswerAllowSession:
+				// A run is one turn of one session: the rest of it.
+				granted[r.Tool] = true
 			}
 			if err := r.Respond(d); err != nil {
 				fmt.Fprintln(p.stderr, "(already answered:", describeAnswer(r)+")")
 			}
+			return true
 		case <-r.Done():
 			fmt.Fprintln(p.stderr, "\n(", describeAnswer(r), ")")
+			return true
 		case <-p.done:
-			return
+			return false
 		}
 	}
 }
@@ -97,14 +134,6 @@ func (p *Prompter) loop() {
 func (p *Prompter) Close() {
 	close(p.done)
 	p.wg.Wait()
-}
-
-func isYes(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "y", "yes":
-		return true
-	}
-	return false
 }
 
 func describeAnswer(r *agentproc.PermissionRequest) string {

@@ -55,7 +55,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if *profilePath == "" {
 		prof, err = profiles.Demo(state)
 	} else {
-		prof, err = agentproc.LoadProfile(*profilePath)
+		prof, err = profiles.Open(*profilePath, state)
 	}
 	if err != nil {
 		return usageError{err.Error()}

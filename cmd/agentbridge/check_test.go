@@ -69,26 +69,20 @@ func TestCheckDemo(t *testing.T) {
 }
 
 // The shipped profiles/demo/profile.yaml, which runs `agentbridge
-// demo-agent` from PATH, passes too.
+// demo-agent` (this binary), passes too.
 func TestCheckDemoProfileFile(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := os.Symlink(self, filepath.Join(bin, "agentbridge")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// No agentbridge on PATH: the profile runs this very binary.
+	t.Setenv("PATH", t.TempDir())
 	t.Setenv("AGENTBRIDGE_DEMO_DELAY", "5ms")
 	_, file, _, _ := runtime.Caller(0)
 	yaml, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "profiles", "demo", "profile.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A copy, so the demo's {{PROFILE_DIR}}/.state lands in a temp dir.
+	// A copy with no delay; the demo keeps its memory under HOME.
+	t.Setenv("HOME", t.TempDir())
 	prof := filepath.Join(t.TempDir(), "profile.yaml")
-	yaml = []byte(strings.Replace(string(yaml), "# AGENTBRIDGE_DEMO_DELAY: \"40ms\"", "AGENTBRIDGE_DEMO_DELAY: \"5ms\"", 1))
+	yaml = []byte(strings.Replace(string(yaml), "AGENTBRIDGE_DEMO_DELAY: \"40ms\"", "AGENTBRIDGE_DEMO_DELAY: \"5ms\"", 1))
 	if err := os.WriteFile(prof, yaml, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -66,8 +66,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "isolate":
 		return cmdIsolate(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "agentbridge", buildVersion())
-		return nil
+		return cmdVersion(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -27,9 +27,10 @@ func TestMain(m *testing.M) {
 	if mode, ok := os.LookupEnv("AGENTBRIDGE_TEST_AGENT"); ok {
 		os.Exit(testAgent(mode))
 	}
-	// The built-in demo profile runs os.Executable() demo-agent, which in a
-	// test is this binary: serve it the way main would.
-	if len(os.Args) > 1 && os.Args[1] == profiles.DemoCommand {
+	// The built-in demo profile runs os.Executable() demo-agent, and a
+	// profile with command: agentbridge runs os.Executable() too, which in a
+	// test is this binary: serve them the way main would.
+	if len(os.Args) > 1 && (os.Args[1] == profiles.DemoCommand || os.Args[1] == "shim") {
 		os.Exit(exitStatus(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
 	}
 	goleak.VerifyTestMain(m)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/termprompt"
 )
 
@@ -85,8 +86,11 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return usageErrorf("run: want exactly one MESSAGE (or - for stdin), got %d arguments", fs.NArg())
 	}
 	mode := *permission
+	// denial tells the agent why a request was denied without asking.
+	denial := "denied by agentbridge run --permission deny"
 	if mode == "" {
 		mode = "deny"
+		denial = "denied: agentbridge run asks only on a terminal (--permission allow or ask changes that)"
 		if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			mode = "ask"
 		}
@@ -106,13 +110,14 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		message = strings.TrimSuffix(string(b), "\n")
 		if mode == "ask" { // stdin is used up: nothing left to ask on
 			mode = "deny"
+			denial = "denied: the message came on stdin, so no one is there to ask"
 		}
 	}
 	turn := agentproc.Turn{Message: message, SessionID: *sessionID, SessionName: *sessionName, Attachments: attachments}
 	if turn.Message == "" && len(turn.Attachments) == 0 {
-		return usageErrorf("run: empty turn: give a message or an --attach (F-EMPTY-1)")
+		return usageErrorf("run: empty turn: give a message or an --attach")
 	}
-	prof, err := agentproc.LoadProfile(*profilePath)
+	prof, err := profiles.Open(*profilePath, demoState())
 	if err != nil {
 		return usageErrorf("run: %v", err)
 	}
@@ -145,8 +150,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 				case "allow":
 					_ = e.Request.Respond(agentproc.Decision{Allow: true})
 				case "deny":
-					_ = e.Request.Respond(agentproc.Decision{Message: "denied by agentbridge run --permission deny"})
+					_ = e.Request.Respond(agentproc.Decision{Message: denial})
 				case "ask":
+					out.flush() // what the agent said before asking comes first
 					prompter.Ask(e.Request)
 				}
 			}

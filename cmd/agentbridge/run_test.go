@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -183,7 +184,14 @@ func TestRunPermission(t *testing.T) {
 		{"deny", "", `{"type":"permission_response","request_id":"r1","behavior":"deny","message":"denied by agentbridge run --permission deny"}`},
 		{"ask", "y\n", `{"type":"permission_response","request_id":"r1","behavior":"allow"}`},
 		{"ask", "n\n", `{"type":"permission_response","request_id":"r1","behavior":"deny","message":"denied by the user"}`},
-		{"", "", `{"type":"permission_response","request_id":"r1","behavior":"deny","message":"denied by agentbridge run --permission deny"}`},
+		// The same answers as the terminal chat; anything else asks again.
+		{"ask", "maybe\nallow\n", `{"type":"permission_response","request_id":"r1","behavior":"allow"}`},
+		{"ask", "s\n", `{"type":"permission_response","request_id":"r1","behavior":"allow"}`},
+		{"ask", "\nDeny\n", `{"type":"permission_response","request_id":"r1","behavior":"deny","message":"denied by the user"}`},
+		{"ask", "", `{"type":"permission_response","request_id":"r1","behavior":"deny","message":"denied: no answer (end of input)"}`},
+		// Without --permission and without a terminal nobody is asked, and
+		// the agent is not told the user passed --permission deny.
+		{"", "", `{"type":"permission_response","request_id":"r1","behavior":"deny","message":"denied: agentbridge run asks only on a terminal (--permission allow or ask changes that)"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode+strings.TrimSpace(tt.stdin), func(t *testing.T) {
@@ -202,6 +210,9 @@ func TestRunPermission(t *testing.T) {
 			}
 			if tt.mode == "ask" && !strings.Contains(stderr, "permission: Bash") {
 				t.Errorf("no prompt on stderr: %q", stderr)
+			}
+			if asked := strings.Count(stderr, "Please answer"); asked != strings.Count(tt.stdin, "maybe")+strings.Count("\n"+tt.stdin, "\n\n") {
+				t.Errorf("asked again %d times; stderr %q", asked, stderr)
 			}
 		})
 	}
@@ -322,5 +333,40 @@ func TestRunShimCLIMissing(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, context.Background(), "", nil, "--profile", writeProfile(t, "error", ""), "hi"); code != 1 {
 		t.Errorf("an agent's own error event: exit %d, want 1", code)
+	}
+}
+
+// TestRunDemoProfileAnywhere: the README's first run command works without
+// agentbridge on PATH (the profile runs this binary), builtin:demo is
+// accepted too, and the demo keeps its memory under HOME, never in the
+// checkout.
+func TestRunDemoProfileAnywhere(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("AGENTBRIDGE_DEMO_DELAY", "0s")
+	_, file, _, _ := runtime.Caller(0)
+	demoDir := filepath.Join(filepath.Dir(file), "..", "..", "profiles", "demo")
+	before, err := os.ReadDir(demoDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{filepath.Join(demoDir, "profile.yaml"), "builtin:demo"} {
+		code, stdout, stderr := runCLI(t, context.Background(), "", nil, "--profile", ref, "--json", "hello")
+		var got runJSON
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 {
+			t.Fatalf("%s: exit %d stdout %q stderr %q: %v", ref, code, stdout, stderr, err)
+		}
+		if !strings.Contains(strings.Join(got.Partials, "")+got.Reply, "said: **hello**") || !strings.HasPrefix(got.SessionID, "demo-") {
+			t.Errorf("%s: the demo did not answer: %+v", ref, got)
+		}
+	}
+	after, _ := os.ReadDir(demoDir)
+	if len(after) != len(before) {
+		t.Errorf("the demo wrote into the checkout: %v, was %v", after, before)
+	}
+	if mem, _ := filepath.Glob(filepath.Join(home, ".local", "state", "agentbridge", "demo", "demo-*.json")); len(mem) == 0 {
+		t.Errorf("no demo memory under HOME/.local/state/agentbridge/demo")
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -48,7 +49,7 @@ func cmdShim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		fmt.Fprintf(stdout, "usage: agentbridge shim NAME [--bin PATH] [-- CLI ARGS...]\n\nshims: %s\n", strings.Join(names, ", "))
+		fmt.Fprintf(stderr, "usage: agentbridge shim NAME [--bin PATH] [-- CLI ARGS...]\n\nshims: %s\n", strings.Join(names, ", "))
 		return nil
 	}
 	run, ok := shims[args[0]]
@@ -56,6 +57,9 @@ func cmdShim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return usageErrorf("shim: unknown shim %q (have %s)", args[0], strings.Join(names, ", "))
 	}
 	err := run(ctx, stdin, stdout, stderr, args[1:], os.Environ())
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the shim printed its usage
+	}
 	for _, missing := range shimCannotStart {
 		if errors.Is(err, missing) {
 			return exitCode(127)

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"runtime/debug"
 	"strings"
 )
@@ -9,6 +13,26 @@ import (
 // (the Dockerfiles do, from their VERSION build argument). Empty means: ask
 // the build info.
 var version string
+
+// cmdVersion prints the version.
+func cmdVersion(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: agentbridge version\n\nPrints the version: the stamped one, the module version or the VCS revision.\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitCode(2)
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("version takes no arguments")
+	}
+	fmt.Fprintln(stdout, "agentbridge", buildVersion())
+	return nil
+}
 
 // buildVersion says which code this binary is: the stamped version, else
 // the module version the go command recorded (a tag for `go install

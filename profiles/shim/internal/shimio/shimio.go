@@ -499,17 +499,26 @@ type Setup struct {
 
 // Begin starts a shim's turn: it parses args (--bin, and any flags define
 // adds) and reads the turn line. A failure becomes the turn's error event
-// and is returned. A session id the CLI could not be handed (not
+// and is returned. -h or --help prints the shim's usage on stderr and
+// returns flag.ErrHelp, with no event: it asks for help, not a turn. A session id the CLI could not be handed (not
 // Resumable: another agent's id, say) is not resumed: the turn starts a
 // new session and says so (Emitter.Restarted).
 func Begin(em *Emitter, name string, c CLI, stdin io.Reader, stderr io.Writer, args []string, define func(*flag.FlagSet)) (Setup, error) {
 	fs := flag.NewFlagSet("shim "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: agentbridge shim %s [flags] [-- %s ARGS...]\n\n"+
+			"Runs one AgentProc 0.4 turn (the turn line on stdin) with the %s CLI; profiles start it.\n\nflags:\n", name, c.Bin, c.Bin)
+		fs.PrintDefaults()
+	}
 	bin := fs.String("bin", c.Bin, "the `command` to run (name on PATH or a path)")
 	if define != nil {
 		define(fs)
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Setup{}, err
+		}
 		return Setup{}, em.Fail(fmt.Sprintf("shim %s: %v", name, err))
 	}
 	c.Bin = *bin
