@@ -133,6 +133,10 @@ func Serve(ctx context.Context, opts Options) error {
 	log.Info("shutting down: draining running turns", "grace", cfg.ShutdownGrace)
 	drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
+	// The adapters run on while the engine drains: those whose platform
+	// holds events stop taking them (core.Drainer) so the next instance
+	// gets them, the others' late messages are refused, and running turns
+	// can still reply. They stop after.
 	eng.Shutdown(drain, 15*time.Second)
 	stopAdapters()
 	wg.Wait()

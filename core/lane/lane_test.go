@@ -165,3 +165,39 @@ func TestPositionBeforeFirstJobStarts(t *testing.T) {
 		l.Wait()
 	})
 }
+
+// Bounded refuses jobs past its total over all keys, new keys included,
+// and takes them again once queued jobs have run.
+func TestBoundedTotal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := Bounded[string](t.Context(), 10, 2)
+		release := make(chan struct{})
+		block := Job{Run: func(context.Context) { <-release }}
+		for _, k := range []string{"a", "b"} {
+			if _, err := l.Enqueue(k, block); err != nil {
+				t.Fatalf("Enqueue(%s) = %v", k, err)
+			}
+		}
+		synctest.Wait() // both running: nothing is queued
+		for _, k := range []string{"a", "b"} {
+			if _, err := l.Enqueue(k, block); err != nil {
+				t.Fatalf("Enqueue(%s) behind the running job = %v", k, err)
+			}
+		}
+		if _, err := l.Enqueue("c", block); !errors.Is(err, ErrFull) {
+			t.Fatalf("a third queued job over the total of 2 = %v, want ErrFull", err)
+		}
+		if _, err := l.Enqueue("a", block); !errors.Is(err, ErrFull) {
+			t.Fatalf("Enqueue(a) over the total = %v, want ErrFull", err)
+		}
+		close(release)
+		if err := l.Idle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Enqueue("c", Job{Run: func(context.Context) {}}); err != nil {
+			t.Fatalf("Enqueue after the queues ran = %v", err)
+		}
+		l.Close()
+		l.Wait()
+	})
+}
