@@ -62,9 +62,10 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	}
 	a.log.InfoContext(ctx, "polling", "bot", a.self.UserName, "offset", offset)
 	// fetch ends when draining begins: the poll in flight is abandoned.
+	drain := core.DrainSignal(h)
 	fetch, stopFetch := context.WithCancel(ctx)
 	defer stopFetch()
-	if drain := core.DrainSignal(h); drain != nil {
+	if drain != nil {
 		go func() {
 			select {
 			case <-drain:
@@ -79,10 +80,14 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if fetch.Err() != nil {
+		select {
+		case <-drain:
+			// Whatever this poll brought stays unconfirmed, for the next
+			// instance.
 			a.log.InfoContext(ctx, "draining; updates from now on are left for the next instance", "offset", offset)
 			<-ctx.Done()
 			return nil
+		default:
 		}
 		if err != nil {
 			if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrConflict) {

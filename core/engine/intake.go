@@ -23,9 +23,9 @@ const (
 	// intakeDepth bounds the events of one conversation waiting to be
 	// handled. Handling one is quick unless its notice waits out a rate
 	// limit; a flood beyond it is dropped, with one busy notice per burst.
-	intakeDepth = 100
+	intakeDepth = 1000
 	// intakeTotal bounds the events waiting over all conversations.
-	intakeTotal = 10_000
+	intakeTotal = 20_000
 	// refusalEvery is how often one user who is not allowed is told so;
 	// their other messages meanwhile are dropped without an answer (and
 	// counted), so a stranger cannot spend a chat's rate budget.

@@ -169,7 +169,7 @@ func TestShutdownUnderFloodEndsAtTheGrace(t *testing.T) {
 		e, p, stop := bareEngine(t, obs)
 		defer stop()
 		p.RateLimit(platformtest.OpSend, 30*time.Second, 10_000)
-		for i := range 300 {
+		for i := range 1200 {
 			user := core.User{ID: fmt.Sprintf("stranger-%d", i%3)}
 			p.Deliver(t.Context(), core.Message{Conv: conv, ID: fmt.Sprintf("f-%d", i), From: user, Text: "flood"})
 		}
@@ -182,7 +182,7 @@ func TestShutdownUnderFloodEndsAtTheGrace(t *testing.T) {
 			t.Errorf("%d sends before any rate limit passed, want 2 (one refusal per conversation)", n)
 		}
 		if n := obs.get("overflow"); n == 0 {
-			t.Error("a flood of 300 into one conversation overflowed nothing")
+			t.Error("a flood of 1200 into one conversation overflowed nothing")
 		}
 
 		const grace = 10 * time.Second
