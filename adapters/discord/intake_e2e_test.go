@@ -1,0 +1,76 @@
+package discord
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/adapters/discord/discordtest"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/internal/testagent"
+	"github.com/agentbridge/agentbridge/store"
+)
+
+// Messages fired back to back into one channel are answered in delivery
+// order: the gateway reader hands them to the engine plainly, and the
+// engine's intake keeps their order.
+func TestEngineBackToBackMessagesInOrder(t *testing.T) {
+	fake := discordtest.NewServer(testToken)
+	defer fake.Close()
+	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
+	st, err := store.Open(filepath.Join(t.TempDir(), "bridge.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a, err := New(Options{Token: testToken, APIURL: fake.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := &agentproc.Profile{
+		Name: "test", Command: os.Args[0], Args: []string{"-test.run=^$"},
+		Env:     map[string]string{testagent.Env: "1", "GORACE": "atexit_sleep_ms=0"},
+		Timeout: 30 * time.Second, KillGrace: 300 * time.Millisecond, Streaming: true,
+	}
+	eng := engine.New(st, &engine.Settings{
+		Platforms:      map[string]engine.PlatformSettings{Name: {AllowUsers: []string{alice.ID}, Scope: "thread"}},
+		Profiles:       map[string]*agentproc.Profile{"test": prof},
+		DefaultProfile: "test",
+	}, engine.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, eng.Handler(a)) }()
+	defer func() {
+		eng.Shutdown(context.Background(), time.Second)
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	waitFor(t, fake, "connect", fake.Connected)
+
+	for i := range 5 {
+		fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate(fmt.Sprintf("M%d", i+1), "C1", "G1", alice, fmt.Sprintf("order-%d", i), true))
+	}
+	var got []int
+	waitFor(t, fake, "five replies", func() bool {
+		got = got[:0]
+		for _, c := range fake.Contents("C1") {
+			for i := range 5 {
+				if strings.Contains(c, fmt.Sprintf("order-%d", i)) {
+					got = append(got, i)
+				}
+			}
+		}
+		return len(got) == 5
+	})
+	if want := []int{0, 1, 2, 3, 4}; !slices.Equal(got, want) {
+		t.Errorf("replies in order %v, want %v", got, want)
+	}
+}
