@@ -121,17 +121,7 @@ func geminiMock(t *testing.T) *mockServer {
 func TestGeminiLive(t *testing.T) {
 	bin := cliDir(t, "gemini", "@google/gemini-cli@0.61.0")
 	mock := geminiMock(t)
-	home, work := t.TempDir(), t.TempDir()
-	settings := `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},
-"telemetry":{"enabled":false},"general":{"disableAutoUpdate":true,"disableUpdateNag":true}}`
-	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := liveEnv{path: []string{agentbridge(t), bin}, dir: work,
-		env: []string{"HOME=" + home, "GEMINI_API_KEY=live-test", "GOOGLE_GEMINI_BASE_URL=" + mock.URL}}
+	e := geminiEnv(t, bin, mock.URL)
 
 	first := e.run(t, "gemini-cli", "deny", "", "say hi")
 	if first.ExitCode != 0 || first.SessionID == "" || !strings.HasPrefix(strings.Join(first.Partials, ""), "Hello from the gemini mock.") || len(first.Partials) < 3 {

@@ -147,17 +147,7 @@ func TestCodexContinuityLive(t *testing.T) {
 func TestGeminiContinuityLive(t *testing.T) {
 	bin := cliDir(t, "gemini", "@google/gemini-cli@0.61.0")
 	mock := geminiMock(t)
-	home, work := t.TempDir(), t.TempDir()
-	settings := `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},
-"telemetry":{"enabled":false},"general":{"disableAutoUpdate":true,"disableUpdateNag":true}}`
-	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := liveEnv{path: []string{agentbridge(t), bin}, dir: work,
-		env: []string{"HOME=" + home, "GEMINI_API_KEY=live-test", "GOOGLE_GEMINI_BASE_URL=" + mock.URL}}
+	e := geminiEnv(t, bin, mock.URL)
 
 	// gemini 0.61.0 exits 42: "Error resuming session: …".
 	fresh := e.run(t, "gemini-cli", "deny", forgottenID, "say hi")
@@ -178,16 +168,7 @@ func TestGeminiContinuityLive(t *testing.T) {
 func TestQwenContinuityLive(t *testing.T) {
 	bin := cliDir(t, "qwen", "@qwen-code/qwen-code@0.15.10")
 	mock := chatMock(t)
-	home, work := t.TempDir(), t.TempDir()
-	settings := `{"security":{"auth":{"selectedType":"openai"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`
-	if err := os.MkdirAll(filepath.Join(home, ".qwen"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".qwen", "settings.json"), []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := liveEnv{path: []string{agentbridge(t), bin}, dir: work,
-		env: []string{"HOME=" + home, "OPENAI_API_KEY=sk-live-test", "OPENAI_BASE_URL=" + mock.URL + "/v1", "OPENAI_MODEL=gpt-mock"}}
+	e := qwenEnv(t, bin, mock.URL)
 
 	// qwen 0.15.10: "No saved session found with ID …".
 	fresh := e.run(t, "qwen-code", "deny", forgottenID, "say hi")

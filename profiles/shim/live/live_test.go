@@ -234,3 +234,33 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// settingsEnv is the bridge environment for a CLI that reads
+// $HOME/DIR/settings.json: a fresh HOME holding settings, a fresh working
+// directory, and env.
+func settingsEnv(t *testing.T, bin, dir, settings string, env ...string) liveEnv {
+	t.Helper()
+	home, work := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, dir, "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return liveEnv{path: []string{agentbridge(t), bin}, dir: work, env: append([]string{"HOME=" + home}, env...)}
+}
+
+// geminiEnv runs gemini against the mock at mockURL with API-key auth and
+// no telemetry or update checks (agents.md 3.4).
+func geminiEnv(t *testing.T, bin, mockURL string) liveEnv {
+	return settingsEnv(t, bin, ".gemini", `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},
+"telemetry":{"enabled":false},"general":{"disableAutoUpdate":true,"disableUpdateNag":true}}`,
+		"GEMINI_API_KEY=live-test", "GOOGLE_GEMINI_BASE_URL="+mockURL)
+}
+
+// qwenEnv runs qwen against the Chat Completions mock at mockURL, with no
+// telemetry (agents.md 4.1).
+func qwenEnv(t *testing.T, bin, mockURL string) liveEnv {
+	return settingsEnv(t, bin, ".qwen", `{"security":{"auth":{"selectedType":"openai"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`,
+		"OPENAI_API_KEY=sk-live-test", "OPENAI_BASE_URL="+mockURL+"/v1", "OPENAI_MODEL=gpt-mock")
+}

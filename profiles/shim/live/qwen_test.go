@@ -65,16 +65,7 @@ func chatMock(t *testing.T) *mockServer {
 func TestQwenCodeLive(t *testing.T) {
 	bin := cliDir(t, "qwen", "@qwen-code/qwen-code@0.15.10")
 	mock := chatMock(t)
-	home, work := t.TempDir(), t.TempDir()
-	settings := `{"security":{"auth":{"selectedType":"openai"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`
-	if err := os.MkdirAll(filepath.Join(home, ".qwen"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".qwen", "settings.json"), []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := liveEnv{path: []string{agentbridge(t), bin}, dir: work,
-		env: []string{"HOME=" + home, "OPENAI_API_KEY=sk-live-test", "OPENAI_BASE_URL=" + mock.URL + "/v1", "OPENAI_MODEL=gpt-mock"}}
+	e := qwenEnv(t, bin, mock.URL)
 
 	first := e.run(t, "qwen-code", "deny", "", "say hi")
 	if first.ExitCode != 0 || first.SessionID == "" || !strings.HasPrefix(strings.Join(first.Partials, ""), "Hello from the chat mock.") {
@@ -100,15 +91,15 @@ func TestQwenCodeLive(t *testing.T) {
 	if allowed.ExitCode != 0 || !strings.Contains(strings.Join(allowed.Partials, ""), "Tool result:") {
 		t.Errorf("allowed tool turn: %+v", allowed)
 	}
-	if _, err := os.Stat(filepath.Join(work, "touched.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(e.dir, "touched.txt")); err != nil {
 		t.Errorf("allowed run_shell_command did not run: %v", err)
 	}
-	_ = os.Remove(filepath.Join(work, "touched.txt"))
+	_ = os.Remove(filepath.Join(e.dir, "touched.txt"))
 	denied := e.run(t, "qwen-code", "deny", "", "please USE_TOOL now")
 	if denied.ExitCode != 0 || !strings.Contains(strings.Join(denied.Partials, ""), "Tool result:") {
 		t.Errorf("denied tool turn: %+v", denied)
 	}
-	if _, err := os.Stat(filepath.Join(work, "touched.txt")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(e.dir, "touched.txt")); !os.IsNotExist(err) {
 		t.Errorf("denied run_shell_command ran anyway (stat: %v)", err)
 	}
 }

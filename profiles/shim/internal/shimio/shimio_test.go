@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -182,4 +184,33 @@ func TestBeginRefusesEmptyTurn(t *testing.T) {
 	if _, err := Begin(NewEmitter(&out), "qwen", CLI{Bin: "qwen"}, in, &stderr, nil, nil); err != nil || out.Len() != 0 {
 		t.Errorf("Begin(image-only turn) = %v, stdout %q; want it accepted", err, out.String())
 	}
+}
+
+// FuzzToolLine: whatever a CLI puts in a tool call, its line is one short
+// line without control or format characters and without a mention.
+func FuzzToolLine(f *testing.F) {
+	f.Add("Bash", "ls -la")
+	f.Add("Write", "notes.md\n@everyone\x1b[2J\u202e")
+	f.Add("x", strings.Repeat("é", 200))
+	f.Fuzz(func(t *testing.T, name, detail string) {
+		line := ToolLine(name, detail)
+		if line == "" {
+			return
+		}
+		body, ok := strings.CutSuffix(line, "\n")
+		if !ok || strings.ContainsAny(body, "\n\r") {
+			t.Fatalf("ToolLine(%q, %q) = %q: not one line", name, detail, line)
+		}
+		if n := utf8.RuneCountInString(body); n > maxToolName+maxToolDetail+8 {
+			t.Fatalf("ToolLine(%q, %q) is %d runes long", name, detail, n)
+		}
+		for i, r := range body {
+			if unicode.IsControl(r) || (unicode.Is(unicode.Cf, r) && r != '\u2060' && r != '\ufe0f') {
+				t.Fatalf("ToolLine(%q, %q) = %q: %U at %d", name, detail, line, r, i)
+			}
+			if (r == '@' || r == '＠') && !strings.HasPrefix(body[i+utf8.RuneLen(r):], "\u2060") {
+				t.Fatalf("ToolLine(%q, %q) = %q: a bare @ at %d", name, detail, line, i)
+			}
+		}
+	})
 }
