@@ -139,12 +139,6 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	t.mu.Unlock()
 	saver := &sessionSaver{e: e, log: log, key: t.key, name: sessName, profile: profileName, known: sess.AgentID(profileName)}
 
-	if note := profileNote(sess, profileName); note != "" {
-		// A notice of its own, before the reply, so the reply's placeholder
-		// still shows while the new profile's agent is silent.
-		e.say(ctx, t.plat, m, note)
-	}
-
 	// The entry written at enqueue stands; the journal rewrites it as the
 	// turn goes, from its own goroutine, so no disk sync delays the agent.
 	t.journal = startJournal(ctx, e.store, log, core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.queuedAt})
@@ -170,6 +164,13 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	if m.Text == "" && len(atts) == 0 {
 		finish(log, pres, stream.Final{Notice: "Nothing to send to the agent: the message had no text and no attachment it could use."})
 		return
+	}
+
+	if note := profileNote(sess, profileName); note != "" {
+		// A notice of its own, so the reply's placeholder still shows while
+		// the new profile's agent is silent; said only by a turn that runs
+		// (and saves the session's new profile), so it is said once.
+		e.say(ctx, t.plat, m, note)
 	}
 
 	var wg sync.WaitGroup // permission prompts and the typing indicator
