@@ -500,9 +500,10 @@ type Setup struct {
 // Begin starts a shim's turn: it parses args (--bin, and any flags define
 // adds) and reads the turn line. A failure becomes the turn's error event
 // and is returned. -h or --help prints the shim's usage on stderr and
-// returns flag.ErrHelp, with no event: it asks for help, not a turn. A session id the CLI could not be handed (not
-// Resumable: another agent's id, say) is not resumed: the turn starts a
-// new session and says so (Emitter.Restarted).
+// returns flag.ErrHelp, with no event: it asks for help, not a turn. A
+// session id the CLI could not be handed (not Resumable: another agent's
+// id, say) is not resumed: the turn starts a new session and says so
+// (Emitter.Restarted).
 func Begin(em *Emitter, name string, c CLI, stdin io.Reader, stderr io.Writer, args []string, define func(*flag.FlagSet)) (Setup, error) {
 	fs := flag.NewFlagSet("shim "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
