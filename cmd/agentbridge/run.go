@@ -122,8 +122,15 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return usageErrorf("run: %v", err)
 	}
 	// Protocol warnings (malformed lines, a changed session id) help
-	// whoever runs a profile by hand.
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// whoever runs a profile by hand; the spec's rule ids are for the
+	// bridge's logs, not this terminal.
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == "rule" {
+				return slog.Attr{}
+			}
+			return a
+		}}))
 
 	// Ctrl-C cancels main's ctx; the agent gets the stop sequence and the
 	// turn ends as 130 (D-STOP-1).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -60,6 +61,9 @@ func testAgent(mode string) int {
 			answer = "ERR " + err.Error()
 		}
 		emit(obj{"type": "result", "text": strings.TrimSuffix(answer, "\n")})
+	case "malformed":
+		os.Stdout.WriteString("not json\n")
+		emit(obj{"type": "result", "text": "ok"})
 	case "continuity":
 		return continuityAgent(line)
 	case "hang":
@@ -368,5 +372,21 @@ func TestRunDemoProfileAnywhere(t *testing.T) {
 	}
 	if mem, _ := filepath.Glob(filepath.Join(home, ".local", "state", "agentbridge", "demo", "demo-*.json")); len(mem) == 0 {
 		t.Errorf("no demo memory under HOME/.local/state/agentbridge/demo")
+	}
+}
+
+// TestRunWarningsCarryNoRuleIDs: run shows the runner's protocol warnings
+// in words; the spec's rule ids stay in the bridge's logs.
+func TestRunWarningsCarryNoRuleIDs(t *testing.T) {
+	code, stdout, stderr := runCLI(t, context.Background(), "", nil, "--profile", writeProfile(t, "malformed", ""), "hi")
+	if code != 0 || stdout != "ok\n" {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "ignored a malformed stdout line") || regexp.MustCompile(`[A-Z]-[A-Z]+-[0-9]`).MatchString(stderr) {
+		t.Errorf("stderr %q: want the warning in words, without a rule id", stderr)
+	}
+	code, _, stderr = runCLI(t, context.Background(), "", nil, "--profile", writeProfile(t, "echo", ""), "")
+	if code != 2 || regexp.MustCompile(`[A-Z]-[A-Z]+-[0-9]`).MatchString(stderr) {
+		t.Errorf("empty turn: exit %d, stderr %q; want 2 without a rule id", code, stderr)
 	}
 }

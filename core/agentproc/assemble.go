@@ -58,7 +58,7 @@ func (a *assembler) handle(line []byte) {
 	}
 	l := Classify(line)
 	if l.Kind == KindMalformed {
-		a.log.LogAttrs(context.Background(), slog.LevelWarn, "ignored a malformed stdout line (P-OUT-2)", slog.String("line", clip(line, 200)))
+		a.log.LogAttrs(context.Background(), slog.LevelWarn, "ignored a malformed stdout line", slog.String("rule", "P-OUT-2"), slog.String("line", clip(line, 200)))
 		return
 	}
 	s := scanned{kind: l.Kind, role: l.Role, sessionID: l.SessionID}
@@ -74,14 +74,14 @@ func (a *assembler) apply(l scanned, full *Line) {
 		switch {
 		case l.sessionID == a.sessionID:
 		case !ValidSessionID(l.sessionID):
-			a.log.LogAttrs(ctx, slog.LevelWarn, "dropped an invalid session_id (F-SID-1)", slog.String("session_id", clip([]byte(l.sessionID), 200)))
+			a.log.LogAttrs(ctx, slog.LevelWarn, "dropped an invalid session_id", slog.String("rule", "F-SID-1"), slog.String("session_id", clip([]byte(l.sessionID), 200)))
 		case a.sessionID == "":
 			a.sessionID = l.sessionID
 			if a.opts.OnEvent != nil {
 				a.opts.OnEvent(Event{Kind: EventSession, SessionID: l.sessionID})
 			}
 		default:
-			a.log.LogAttrs(ctx, slog.LevelWarn, "agent changed its session_id mid-turn; keeping the first (P-SID-4)",
+			a.log.LogAttrs(ctx, slog.LevelWarn, "agent changed its session_id mid-turn; keeping the first", slog.String("rule", "P-SID-4"),
 				slog.String("first", a.sessionID), slog.String("later", clip([]byte(l.sessionID), 200)))
 		}
 	}
@@ -111,9 +111,9 @@ func (a *assembler) apply(l scanned, full *Line) {
 	case KindResult:
 		switch {
 		case a.errored:
-			a.log.LogAttrs(ctx, slog.LevelWarn, "discarded a result after an error (P-ERR-2)")
+			a.log.LogAttrs(ctx, slog.LevelWarn, "discarded a result after an error", slog.String("rule", "P-ERR-2"))
 		case a.resultSeen:
-			a.log.LogAttrs(ctx, slog.LevelWarn, "ignored a second result (P-RES-1)")
+			a.log.LogAttrs(ctx, slog.LevelWarn, "ignored a second result", slog.String("rule", "P-RES-1"))
 		default:
 			a.resultSeen = true
 			a.resultText = l.text

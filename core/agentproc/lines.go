@@ -21,7 +21,7 @@ const MaxLineBytes = 8 << 20
 // line longer than MaxLineBytes is skipped, not buffered (D-LINE-1).
 func (a *assembler) read(rd io.Reader) {
 	tooLong := func(n int) {
-		a.log.LogAttrs(context.Background(), slog.LevelWarn, "stdout line too long; skipped (D-LINE-1)",
+		a.log.LogAttrs(context.Background(), slog.LevelWarn, "stdout line too long; skipped", slog.String("rule", "D-LINE-1"),
 			slog.Int("bytes", n), slog.Int("max", MaxLineBytes))
 	}
 	// The handler never fails, so the reading ends with a read error;
