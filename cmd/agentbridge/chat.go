@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -67,6 +68,10 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fmt.Errorf("create store directory: %w", err)
 	}
 	st, err := store.Open(*storePath, store.Options{})
+	if errors.Is(err, store.ErrLocked) {
+		// One store has one writer: a second chat needs a store of its own.
+		return fmt.Errorf("%w — another agentbridge chat (or serve) has it open; give this one its own with --store PATH", err)
+	}
 	if err != nil {
 		return err
 	}

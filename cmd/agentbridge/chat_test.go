@@ -317,3 +317,20 @@ func TestChatPermissionWords(t *testing.T) {
 		t.Errorf("the output does not end its last line: %q", c.output())
 	}
 }
+
+// TestChatSecondOnSameStore: two chats cannot share a store; the second
+// says so and how to give it its own.
+func TestChatSecondOnSameStore(t *testing.T) {
+	state := t.TempDir()
+	c := startChat(t, state)
+	c.waitFor("Type /help", 1)
+	cmd := exec.Command(agentbridgeBinary(t), "chat")
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+	cmd.Stdin = strings.NewReader("hello\n")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "in use by another process") || !strings.Contains(string(out), "--store PATH") {
+		t.Errorf("second chat: %v, output %q; want exit 1 naming --store", err, out)
+	}
+	c.quit()
+}
