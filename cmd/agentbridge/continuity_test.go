@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/adapters/telegram/telegramtest"
+	"github.com/agentbridge/agentbridge/internal/testagent"
 )
 
 // continuityAgent is the test agent of the continuity tests. With
@@ -103,17 +104,6 @@ func pidIn(t *testing.T, dir, name string) int {
 	}
 }
 
-// alive reports whether pid runs (a zombie has ended).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
 // waitDead waits until none of pids runs and returns how long that took.
 func waitDead(t *testing.T, what string, pids ...int) time.Duration {
 	t.Helper()
@@ -121,7 +111,7 @@ func waitDead(t *testing.T, what string, pids ...int) time.Duration {
 	for {
 		left := 0
 		for _, pid := range pids {
-			if alive(pid) {
+			if testagent.Running(pid) {
 				left++
 			}
 		}
@@ -296,7 +286,7 @@ telegram:
 
 	b1.kill()
 	t.Logf("agents died %v after the bridge", waitDead(t, "agents after kill -9 of the bridge (Pdeathsig)", agents...))
-	if !alive(child) {
+	if !testagent.Running(child) {
 		t.Fatal("the agent's child died with it; the restart has nothing to clean up and the test proves nothing")
 	}
 

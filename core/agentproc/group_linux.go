@@ -47,8 +47,11 @@ func parseStat(b []byte) (procStat, error) {
 		return procStat{}, errors.New("malformed stat: no command name")
 	}
 	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 20 || len(f[0]) != 1 {
+	if len(f) < 20 {
 		return procStat{}, errors.New("malformed stat: too few fields")
+	}
+	if st := f[0]; len(st) != 1 || (st[0] < 'A' || st[0] > 'Z') && (st[0] < 'a' || st[0] > 'z') {
+		return procStat{}, fmt.Errorf("malformed stat: state %q", st)
 	}
 	pgrp, err := strconv.Atoi(f[2]) // field 5
 	if err != nil {

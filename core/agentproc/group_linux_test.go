@@ -1,58 +1,21 @@
 package agentproc
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/testagent"
 )
-
-// startGroup starts sh as the leader of its own process group with one
-// child (sleep) in the group, as an agent and the CLI it runs, and returns
-// the leader and the child's pid.
-func startGroup(t *testing.T) (*exec.Cmd, int) {
-	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", "sleep 600 & echo $!; wait")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cmd, child
-}
-
-// alive reports whether pid runs (a zombie has ended).
-func alive(pid int) bool {
-	st, err := readStat(pid)
-	return err == nil && st.state != 'Z' && st.state != 'X'
-}
 
 // waitGone waits until pid no longer runs, failing after a deadline that
 // only bounds failure.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for alive(pid) {
+	for testagent.Running(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d still runs", pid)
 		}
@@ -62,7 +25,7 @@ func waitGone(t *testing.T, pid int) {
 
 func TestKillStaleKillsTheGroupWithOrWithoutItsLeader(t *testing.T) {
 	t.Run("leader alive", func(t *testing.T) {
-		cmd, child := startGroup(t)
+		cmd, child := testagent.StartGroup(t)
 		g := GroupOf(cmd.Process.Pid)
 		if g.StartTicks == 0 || g.BootID == "" {
 			t.Fatalf("GroupOf = %+v, want start time and boot id", g)
@@ -77,11 +40,11 @@ func TestKillStaleKillsTheGroupWithOrWithoutItsLeader(t *testing.T) {
 	t.Run("leader gone", func(t *testing.T) {
 		// The bridge's crash killed the agent (Pdeathsig); the CLI it ran
 		// is left in the group, orphaned.
-		cmd, child := startGroup(t)
+		cmd, child := testagent.StartGroup(t)
 		g := GroupOf(cmd.Process.Pid)
 		cmd.Process.Kill()
 		cmd.Wait()
-		if !alive(child) {
+		if !testagent.Running(child) {
 			t.Fatal("the child died with its parent; the test proves nothing")
 		}
 		n, err := KillStale(g)
@@ -93,7 +56,7 @@ func TestKillStaleKillsTheGroupWithOrWithoutItsLeader(t *testing.T) {
 }
 
 func TestKillStaleNeverSignalsAReusedID(t *testing.T) {
-	cmd, child := startGroup(t)
+	cmd, child := testagent.StartGroup(t)
 	g := GroupOf(cmd.Process.Pid)
 	for name, stale := range map[string]Group{
 		// The same pid running since another time: a reused id.
@@ -105,7 +68,7 @@ func TestKillStaleNeverSignalsAReusedID(t *testing.T) {
 			t.Errorf("%s: KillStale = %d, %v; want nothing killed", name, n, err)
 		}
 	}
-	if !alive(cmd.Process.Pid) || !alive(child) {
+	if !testagent.Running(cmd.Process.Pid) || !testagent.Running(child) {
 		t.Fatal("a process of a group that was not the journaled one was killed")
 	}
 }

@@ -1,13 +1,8 @@
 package engine_test
 
 import (
-	"bufio"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +10,7 @@ import (
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/core/platformtest"
+	"github.com/agentbridge/agentbridge/internal/testagent"
 	"github.com/agentbridge/agentbridge/store"
 )
 
@@ -171,58 +167,18 @@ func TestFirstSessionIDIsSavedBeforeTheTurnEnds(t *testing.T) {
 	h.waitText("Stopped.")
 }
 
-// groupWithChild starts a process group like an agent running a CLI: sh
-// leading its group, with a sleep child. It returns the leader and the
-// child's pid.
-func groupWithChild(t *testing.T) (*exec.Cmd, int) {
-	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", "sleep 600 & echo $!; wait")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cmd, child
-}
-
-// running reports whether pid runs (a zombie has ended).
-func running(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
 // TestRecoverCleansUpAfterACrash: what a crashed bridge left — an agent
 // group still running (leader and child), an orphaned CLI whose agent
 // Pdeathsig killed, a half-written reply, a placeholder, an open prompt, a
 // queued message — is cleaned up by the next start's Recover.
 func TestRecoverCleansUpAfterACrash(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "bridge.db")
-	live, liveChild := groupWithChild(t)
-	dead, orphan := groupWithChild(t)
+	live, liveChild := testagent.StartGroup(t)
+	dead, orphan := testagent.StartGroup(t)
 	deadGroup := agentproc.GroupOf(dead.Process.Pid)
 	dead.Process.Kill()
 	dead.Wait()
-	if !running(orphan) {
+	if !testagent.Running(orphan) {
 		t.Fatal("the orphan died with its parent; the test proves nothing")
 	}
 
@@ -263,7 +219,7 @@ func TestRecoverCleansUpAfterACrash(t *testing.T) {
 	})
 	live.Wait() // reaped here: the test is its parent, as the crashed bridge was
 	for _, pid := range []int{live.Process.Pid, liveChild, orphan} {
-		if running(pid) {
+		if testagent.Running(pid) {
 			t.Errorf("process %d of an interrupted turn still runs after Recover", pid)
 		}
 	}
