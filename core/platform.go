@@ -34,8 +34,8 @@ type Limits struct {
 // order of the calls (dedup, access, commands, notices, queueing), and
 // conversations never wait on each other. Methods may be called
 // concurrently; the order of concurrent calls is the order they get the
-// intake. ctx's values (not its cancellation) stay with the event while
-// core handles it.
+// intake. ctx bounds only the call: what core needs while it handles the
+// event later travels in the event itself.
 type Handler interface {
 	HandleMessage(ctx context.Context, m Message)
 	HandleAction(ctx context.Context, a Action)

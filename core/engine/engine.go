@@ -201,7 +201,9 @@ type handler struct {
 }
 
 // HandleMessage and HandleAction put the event on its conversation's
-// intake and return (see intake.go).
+// intake and return (see intake.go). What an event needs while it is
+// handled travels in it (Message.Reply, Answer, Handled; Action.Reply),
+// not in ctx.
 func (h handler) HandleMessage(ctx context.Context, m core.Message) {
 	h.e.take(ctx, h.p, event{msg: m})
 }

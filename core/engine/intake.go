@@ -51,10 +51,9 @@ const (
 
 // event is one message or button press waiting on its conversation's intake.
 type event struct {
-	p    core.Platform
-	vals context.Context // the adapter's context, for its values only
-	msg  core.Message
-	act  *core.Action
+	p   core.Platform
+	msg core.Message
+	act *core.Action
 	// early is set for events handed over before draining began: they are
 	// handled as usual, and Shutdown waits for them.
 	early bool
@@ -70,18 +69,17 @@ func (ev *event) conv() core.ConversationKey {
 // take puts ev on its conversation's intake. It never blocks on the
 // platform or the store.
 func (e *Engine) take(ctx context.Context, p core.Platform, ev event) {
-	ev.p, ev.vals = p, context.WithoutCancel(ctx)
+	ev.p = p
 	conv := ev.conv()
 	ev.early = e.gate.enter()
 	_, err := e.intake.Enqueue(conv, lane.Job{Run: func(jctx context.Context) {
 		defer e.gate.leave(ev.early)
-		hctx := withValues(jctx, ev.vals)
-		e.handle(hctx, ev)
+		e.handle(jctx, ev)
 		if ev.msg.Handled != nil {
 			ev.msg.Handled()
 		}
 		if m, ok := e.takeOverflow(conv); ok {
-			e.refuseBusy(hctx, ev.p, m, textOverflow)
+			e.refuseBusy(jctx, ev.p, m, textOverflow)
 		}
 	}})
 	if err == nil {
@@ -211,28 +209,6 @@ func (e *Engine) private(ctx context.Context, p core.Platform, reply core.Privat
 		return
 	}
 	e.say(ctx, p, to, text)
-}
-
-// valuesOf is a context cancelled like Context, whose values also include
-// those of vals: an event is handled under the engine's control, yet keeps
-// what the adapter attached to it.
-type valuesOf struct {
-	context.Context
-	vals context.Context
-}
-
-// withValues returns ctx with vals' values added. vals' cancellation is
-// dropped (WithoutCancel), so nothing derived from the result can attach
-// to it.
-func withValues(ctx, vals context.Context) context.Context {
-	return valuesOf{ctx, context.WithoutCancel(vals)}
-}
-
-func (c valuesOf) Value(key any) any {
-	if v := c.Context.Value(key); v != nil {
-		return v
-	}
-	return c.vals.Value(key)
 }
 
 // drainGate separates the events handed over before Shutdown began from
