@@ -2,19 +2,13 @@ package discord
 
 import (
 	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge/adapters/discord/discordtest"
-	"github.com/agentbridge/agentbridge/core/agentproc"
-	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/internal/testagent"
-	"github.com/agentbridge/agentbridge/store"
 )
 
 // TestEngineStreamsLongAnswer runs the engine, a real store, the adapter,
@@ -26,20 +20,6 @@ func TestEngineStreamsLongAnswer(t *testing.T) {
 	fake := discordtest.NewServer(testToken)
 	defer fake.Close()
 	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
-	st, err := store.Open(filepath.Join(t.TempDir(), "bridge.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	a, err := New(Options{Token: testToken, APIURL: fake.URL}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof := &agentproc.Profile{
-		Name: "test", Command: os.Args[0], Args: []string{"-test.run=^$"},
-		Env:     map[string]string{testagent.Env: "1", "GORACE": "atexit_sleep_ms=0"},
-		Timeout: 30 * time.Second, KillGrace: 300 * time.Millisecond, Streaming: true,
-	}
 	logW := &logBuffer{}
 	defer func() {
 		if t.Failed() {
@@ -53,22 +33,7 @@ func TestEngineStreamsLongAnswer(t *testing.T) {
 			}
 		}
 	}()
-	eng := engine.New(st, &engine.Settings{
-		Platforms:      map[string]engine.PlatformSettings{Name: {AllowUsers: []string{alice.ID}, Scope: "thread"}},
-		Profiles:       map[string]*agentproc.Profile{"test": prof},
-		DefaultProfile: "test",
-	}, engine.Options{Log: slog.New(slog.NewTextHandler(logW, nil))})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, eng.Handler(a)) }()
-	defer func() {
-		eng.Shutdown(context.Background(), time.Second)
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	}()
-	waitFor(t, fake, "connect", fake.Connected)
+	eng := runEngine(t, fake, logW)
 
 	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M1", "C1", "G1", alice, "essay", true))
 	want := testagent.Essay()

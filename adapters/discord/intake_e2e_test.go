@@ -3,6 +3,8 @@ package discord
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,18 +19,15 @@ import (
 	"github.com/agentbridge/agentbridge/store"
 )
 
-// Messages fired back to back into one channel are answered in delivery
-// order: the gateway reader hands them to the engine plainly, and the
-// engine's intake keeps their order.
-func TestEngineBackToBackMessagesInOrder(t *testing.T) {
-	fake := discordtest.NewServer(testToken)
-	defer fake.Close()
-	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
+// runEngine runs the engine (allowing alice), a real store, the adapter
+// and a real agent process against fake until the test ends, logging to
+// logW when set. It returns once the gateway is connected.
+func runEngine(t *testing.T, fake *discordtest.Server, logW io.Writer) *engine.Engine {
+	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "bridge.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	a, err := New(Options{Token: testToken, APIURL: fake.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -38,22 +37,38 @@ func TestEngineBackToBackMessagesInOrder(t *testing.T) {
 		Env:     map[string]string{testagent.Env: "1", "GORACE": "atexit_sleep_ms=0"},
 		Timeout: 30 * time.Second, KillGrace: 300 * time.Millisecond, Streaming: true,
 	}
+	log := slog.New(slog.DiscardHandler)
+	if logW != nil {
+		log = slog.New(slog.NewTextHandler(logW, nil))
+	}
 	eng := engine.New(st, &engine.Settings{
 		Platforms:      map[string]engine.PlatformSettings{Name: {AllowUsers: []string{alice.ID}, Scope: "thread"}},
 		Profiles:       map[string]*agentproc.Profile{"test": prof},
 		DefaultProfile: "test",
-	}, engine.Options{})
+	}, engine.Options{Log: log})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, eng.Handler(a)) }()
-	defer func() {
+	t.Cleanup(func() {
 		eng.Shutdown(context.Background(), time.Second)
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run = %v", err)
 		}
-	}()
+		st.Close()
+	})
 	waitFor(t, fake, "connect", fake.Connected)
+	return eng
+}
+
+// Messages fired back to back into one channel are answered in delivery
+// order: the gateway reader hands them to the engine plainly, and the
+// engine's intake keeps their order.
+func TestEngineBackToBackMessagesInOrder(t *testing.T) {
+	fake := discordtest.NewServer(testToken)
+	defer fake.Close()
+	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
+	runEngine(t, fake, nil)
 
 	for i := range 5 {
 		fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate(fmt.Sprintf("M%d", i+1), "C1", "G1", alice, fmt.Sprintf("order-%d", i), true))

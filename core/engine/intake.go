@@ -103,7 +103,9 @@ func (e *Engine) take(ctx context.Context, p core.Platform, ev event) {
 	if result == "overflow" {
 		e.log.WarnContext(ctx, "intake full; message dropped", "conv", conv, "message", ev.msg.ID)
 		e.mu.Lock()
-		if _, pending := e.overflowed[conv]; !pending {
+		// A conversation refused by the total bound may have nothing
+		// queued to send the notice; quietMax bounds those entries.
+		if _, pending := e.overflowed[conv]; !pending && len(e.overflowed) < quietMax {
 			e.overflowed[conv] = ev.msg
 		}
 		e.mu.Unlock()
