@@ -120,6 +120,9 @@ func (t *translator) handle(raw []byte) error {
 		fmt.Fprintf(t.stderr, "shim gemini: ignored a line that is not JSON: %.200s\n", raw)
 		return nil
 	}
+	if ev.Type == "tool_result" {
+		t.p.Progress() // a tool ran: the API's silence counts from here
+	}
 	if ev.Type == "tool_use" || ev.Type == "result" && ev.Status == "success" || ev.Type == "message" && ev.Role == "assistant" {
 		t.p.Progress() // gemini heard from its model API
 		// gemini 0.61.0 cannot resume a session without a model message

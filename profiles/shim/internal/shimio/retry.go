@@ -35,8 +35,8 @@ func RetryLimit(environ []string) time.Duration {
 	return time.Duration(n) * time.Second
 }
 
-// retryWatch ends a turn whose CLI has done nothing but retry its model
-// API for longer than limit.
+// retryWatch ends a turn whose CLI is retrying and has heard nothing from
+// its model API for longer than limit.
 type retryWatch struct {
 	em    *Emitter
 	bin   string
@@ -44,15 +44,19 @@ type retryWatch struct {
 	stop  func()
 
 	mu     sync.Mutex
+	since  time.Time // the CLI's start or its last Progress
 	timer  *time.Timer
 	last   string // the latest retry message
 	closed bool
 }
 
 // Retrying tells the shim that the CLI is retrying its model API (msg is
-// what it said). Once it has retried for the bound (RetryLimit) with no
-// Progress since the first retry, the turn ends with an error and the CLI
-// is stopped.
+// what it said). Once the CLI has heard nothing from its API for the bound
+// (RetryLimit) since it started or since its last Progress, and is
+// retrying, the turn ends with an error and the CLI is stopped. Counting
+// from the last progress, not the first retry, matters for an API that
+// accepts and never answers: the first retry then comes only when the
+// CLI's own request timeout runs out (gemini: 60 s).
 func (p *Proc) Retrying(msg string) {
 	if p == nil {
 		return
@@ -64,7 +68,7 @@ func (p *Proc) Retrying(msg string) {
 	if w.closed || w.limit <= 0 || w.timer != nil {
 		return
 	}
-	w.timer = time.AfterFunc(w.limit, w.fire)
+	w.timer = time.AfterFunc(max(w.limit-time.Since(w.since), 0), w.fire)
 }
 
 // Progress tells the shim that the CLI got something from its model API:
@@ -76,6 +80,7 @@ func (p *Proc) Progress() {
 	w := &p.retry
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.since = time.Now()
 	if w.timer != nil {
 		w.timer.Stop()
 		w.timer = nil

@@ -458,7 +458,7 @@ func start(ctx context.Context, em *Emitter, c CLI, args, environ []string, stde
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 3 * time.Second
 	p := &Proc{cmd: cmd, tail: &tail.Buffer{Max: 8 << 10}, stop: cancel,
-		retry: retryWatch{em: em, bin: c.Bin, limit: RetryLimit(environ), stop: cancel}}
+		retry: retryWatch{em: em, bin: c.Bin, limit: RetryLimit(environ), stop: cancel, since: time.Now()}}
 	if stderr == nil {
 		stderr = io.Discard
 	}

@@ -214,3 +214,25 @@ func FuzzToolLine(f *testing.F) {
 		}
 	})
 }
+
+// TestRetryCountsFromLastProgress: a CLI that has heard nothing from its
+// API for the bound when it first retries (a server that never answered
+// until the CLI's own timeout) is stopped at once, with the error.
+func TestRetryCountsFromLastProgress(t *testing.T) {
+	var out bytes.Buffer
+	em := NewEmitter(&out)
+	stopped := make(chan struct{})
+	p := &Proc{retry: retryWatch{em: em, bin: "gemini", limit: time.Hour, since: time.Now().Add(-2 * time.Hour),
+		stop: func() { close(stopped) }}}
+	p.Retrying("Attempt 1 failed. Retrying with backoff...")
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the CLI was not stopped")
+	}
+	got := events(t, out.Bytes())
+	if len(got) != 1 || got[0]["type"] != "error" || !strings.HasPrefix(got[0]["message"].(string), "gemini could not reach its model API for 1h0m0s (Attempt 1 failed.") {
+		t.Errorf("events %v, want the retry bound's error", got)
+	}
+	p.retry.done()
+}
