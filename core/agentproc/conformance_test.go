@@ -199,7 +199,7 @@ func TestDiagnosticsMatchFile(t *testing.T) {
 				t.Errorf("rule %s: Diagnose(%q) = %q, want %q", r.ID, r.Sample, h, r.Expect)
 			}
 		}
-		for _, r := range diagRules {
+		for _, r := range diagRules() {
 			got = append(got, rule{r.ID, r.Pattern, r.Flags, r.Hint})
 		}
 		if diff := cmp.Diff(want, got); diff != "" {

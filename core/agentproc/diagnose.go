@@ -7,6 +7,7 @@ package agentproc
 import (
 	"regexp"
 	"strconv"
+	"sync"
 )
 
 // diagRule is one row of the post-mortem stderr diagnosis table. The rows
@@ -20,28 +21,32 @@ type diagRule struct {
 	re      *regexp.Regexp
 }
 
-var diagRules = compileDiagRules([]diagRule{
-	{
-		ID:      "python-open-file",
-		Pattern: `(?:can'?t|cannot) open file '([^']+)': \[Errno 2\] No such file or directory`,
-		Hint:    "agent script not found: {1}. Check the profile's command path (likely a {{PROFILE_DIR}} issue or a typo).",
-	},
-	{
-		ID:      "node-cannot-find-module",
-		Pattern: `Cannot find module '([^']+)'`,
-		Hint:    "agent script not found: {1}. Check the profile's command path (likely a {{PROFILE_DIR}} issue or a typo).",
-	},
-	{
-		ID:      "bash-line-no-such-file",
-		Pattern: `(?:^|\n)[^:]+: line \d+: ([^:]+): No such file or directory`,
-		Hint:    "agent script not found: {1}. Check the profile's command path.",
-	},
-	{
-		ID:      "generic-enoent",
-		Pattern: `errno 2|enoent|no such file or directory`,
-		Flags:   "i",
-		Hint:    "agent reported a missing file. Check the profile's command and cwd.",
-	},
+// diagRules are compiled on first use, when an agent failed: every
+// agentbridge process links the runner, few need them.
+var diagRules = sync.OnceValue(func() []diagRule {
+	return compileDiagRules([]diagRule{
+		{
+			ID:      "python-open-file",
+			Pattern: `(?:can'?t|cannot) open file '([^']+)': \[Errno 2\] No such file or directory`,
+			Hint:    "agent script not found: {1}. Check the profile's command path (likely a {{PROFILE_DIR}} issue or a typo).",
+		},
+		{
+			ID:      "node-cannot-find-module",
+			Pattern: `Cannot find module '([^']+)'`,
+			Hint:    "agent script not found: {1}. Check the profile's command path (likely a {{PROFILE_DIR}} issue or a typo).",
+		},
+		{
+			ID:      "bash-line-no-such-file",
+			Pattern: `(?:^|\n)[^:]+: line \d+: ([^:]+): No such file or directory`,
+			Hint:    "agent script not found: {1}. Check the profile's command path.",
+		},
+		{
+			ID:      "generic-enoent",
+			Pattern: `errno 2|enoent|no such file or directory`,
+			Flags:   "i",
+			Hint:    "agent reported a missing file. Check the profile's command and cwd.",
+		},
+	})
 })
 
 func compileDiagRules(rules []diagRule) []diagRule {
@@ -56,17 +61,17 @@ func compileDiagRules(rules []diagRule) []diagRule {
 }
 
 // hintGroup finds {n} tokens; {{PROFILE_DIR}} has no digits so it is left alone.
-var hintGroup = regexp.MustCompile(`\{(\d+)\}`)
+var hintGroup = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{(\d+)\}`) })
 
 // Diagnose returns a hint for a failed agent's stderr from the first
 // matching diagnostics rule, or "" when none matches (F-HINT-1).
 func Diagnose(stderr string) string {
-	for _, r := range diagRules {
+	for _, r := range diagRules() {
 		m := r.re.FindStringSubmatch(stderr)
 		if m == nil {
 			continue
 		}
-		return hintGroup.ReplaceAllStringFunc(r.Hint, func(tok string) string {
+		return hintGroup().ReplaceAllStringFunc(r.Hint, func(tok string) string {
 			n, err := strconv.Atoi(tok[1 : len(tok)-1])
 			if err != nil || n >= len(m) {
 				return tok

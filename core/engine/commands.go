@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
@@ -31,8 +32,12 @@ var commands = map[string]command{
 
 var commandOrder = []string{"new", "stop", "status", "session", "sessions", "help", "whoami"}
 
-// sessionName limits names to something safe to show and store.
-var sessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+// sessionName limits names to something safe to show and store. Compiled
+// on first use: every agentbridge process links the engine, most never
+// need it (start-up stays lean).
+var sessionName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+})
 
 // parseCommand splits "/cmd arg" (or "/cmd@botname arg") when text starts
 // with prefix and names a bridge command.
@@ -111,7 +116,7 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 			reply("Active session: %s. Switch with %ssession NAME.", name, ps.Prefix)
 			return true
 		}
-		if !sessionName.MatchString(arg) {
+		if !sessionName().MatchString(arg) {
 			reply("Session names are 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit.")
 			return true
 		}

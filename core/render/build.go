@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -13,8 +14,12 @@ import (
 	"github.com/yuin/goldmark/util"
 )
 
-// md is safe for concurrent use: goldmark parses each call with its own context.
-var md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough))
+// md is safe for concurrent use: goldmark parses each call with its own
+// context. Built on first use: every agentbridge process links render,
+// only those that post replies parse Markdown.
+var md = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough))
+})
 
 const rule = "──────────"
 
@@ -49,7 +54,7 @@ func tokenize(src string, d Dialect, budget int) (toks []token, degraded bool) {
 	src = strings.ToValidUTF8(src, "\uFFFD")
 	src = strings.ReplaceAll(src, "\x00", "\uFFFD")
 	b := &builder{d: d, src: []byte(src), budget: budget}
-	doc := md.Parser().Parse(text.NewReader(b.src))
+	doc := md().Parser().Parse(text.NewReader(b.src))
 	b.blocks(doc, true)
 	b.flush()
 	return b.toks, b.degraded

@@ -31,6 +31,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -74,7 +75,9 @@ type Spec struct {
 
 // slug is what a workspace name must look like: core.ConversationKey.Slug's
 // form, an RFC 1123 label short enough to name volumes and pods after.
-var slug = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
+var slug = sync.OnceValue(func() *regexp.Regexp { // compiled on first use: start-up stays lean
+	return regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
+})
 
 const usage = `usage: agentbridge isolate docker|podman|kubectl [--image IMAGE]
          [--workspace {{AGENTBRIDGE_CONVERSATION_ID}}] [flags] -- ENTRYPOINT-ARGS...
@@ -119,7 +122,7 @@ func Parse(args []string, stderr io.Writer) (Spec, error) {
 	fs.StringVar(&s.CPUs, "cpus", "2", "CPU `limit`")
 	fs.StringVar(&s.Memory, "memory", defMemory, "memory `limit`")
 	fs.Func("env", "pass the `NAME`d variable from this environment when it is non-empty (repeatable)", func(v string) error {
-		if !envName.MatchString(v) {
+		if !envName().MatchString(v) {
 			return fmt.Errorf("not a variable name: %q", v)
 		}
 		s.Env = append(s.Env, v)
@@ -144,7 +147,7 @@ func Parse(args []string, stderr io.Writer) (Spec, error) {
 	if s.Image == "" {
 		problems = append(problems, "no image: set "+ImageEnv+" or pass --image")
 	}
-	if s.Workspace != "" && !slug.MatchString(s.Workspace) {
+	if s.Workspace != "" && !slug().MatchString(s.Workspace) {
 		problems = append(problems, fmt.Sprintf("--workspace %q is not a conversation id (lowercase letters, digits and '-', at most 40): "+
 			"use {{AGENTBRIDGE_CONVERSATION_ID}}, which only agentbridge expands", s.Workspace))
 	}
@@ -164,7 +167,9 @@ func Parse(args []string, stderr io.Writer) (Spec, error) {
 // errPrinted is a command-line mistake the flag package has already printed.
 var errPrinted = errors.New("isolate: bad flags")
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+})
 
 // remoteName is a fresh container or pod name: unique per turn, so the stop
 // command can never hit another turn's, and showing the workspace so an

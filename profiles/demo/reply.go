@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -24,9 +25,15 @@ const (
 	intentTool                  // mentions writing, a file or a tool: permission prompt
 )
 
+// The name patterns are compiled on first use: the agentbridge binary
+// links the demo, but only the demo agent's process needs them.
 var (
-	setNameRE = regexp.MustCompile(`(?i)\b(?:my name is|my name's|call me)\s+([\p{L}][\p{L}\p{M}'’-]*)`)
-	askNameRE = regexp.MustCompile(`(?i)\b(?:what(?:'s|’s| is)|do you (?:know|remember))\s+my name\b|\bwho am i\b`)
+	setNameRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:my name is|my name's|call me)\s+([\p{L}][\p{L}\p{M}'’-]*)`)
+	})
+	askNameRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:what(?:'s|’s| is)|do you (?:know|remember))\s+my name\b|\bwho am i\b`)
+	})
 )
 
 // toolWords are the words that ask for the pretend tool.
@@ -47,9 +54,9 @@ func classify(msg string) intent {
 		return intentSlow
 	}
 	switch {
-	case setNameRE.MatchString(msg):
+	case setNameRE().MatchString(msg):
 		return intentSetName
-	case askNameRE.MatchString(msg):
+	case askNameRE().MatchString(msg):
 		return intentAskName
 	}
 	for _, w := range strings.FieldsFunc(lower, func(r rune) bool { return !unicode.IsLetter(r) }) {
@@ -67,7 +74,7 @@ func (a *agent) answer(in intent, msg string) string {
 	case intentHelp:
 		return helpText
 	case intentSetName:
-		name := setNameRE.FindStringSubmatch(msg)[1]
+		name := setNameRE().FindStringSubmatch(msg)[1]
 		a.sess.Name = name
 		if a.sess.ID == "" {
 			return fmt.Sprintf("Nice to meet you, **%s**! I run without a memory directory, though, so I will have forgotten by the next message.\n", name)
