@@ -53,7 +53,7 @@ func TestE2EBackToBackMessagesInOrder(t *testing.T) {
 func TestE2EFloodInOneChatDoesNotDelayAnother(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
-	startStack(t, fake, "", nil)
+	s := startStack(t, fake, "", nil)
 	fake.Push(telegramtest.PrivateMessage(1, alice, "hang"))
 	waitMsg(t, fake, 1001, contains("working"))
 	for i := range 200 {
@@ -77,8 +77,14 @@ func TestE2EFloodInOneChatDoesNotDelayAnother(t *testing.T) {
 	if n := countIn(fake, 1001, "Queued — position"); n != 5 {
 		t.Errorf("%d queued notices, want 5 (the default queue_depth)", n)
 	}
-	fake.Push(telegramtest.PrivateMessage(401, alice, "/stop"))
-	waitMsg(t, fake, 1001, contains("Stopped"))
+	// Shutdown under the flood: the turn that never ends is stopped after
+	// the grace, and the queued ones are told, within the stop grace.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	s.eng.Shutdown(ctx, 2*time.Second)
+	t.Logf("Shutdown with a 2 s grace and a 2 s stop grace took %v under the flood", time.Since(start).Round(time.Millisecond))
+	waitMsg(t, fake, 1001, contains("Stopped: the bridge is shutting down"))
 }
 
 // 100 messages from a user who is not allowed get one refusal and do not
