@@ -1,13 +1,19 @@
 package slack_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/adapters/slack"
 	"github.com/agentbridge/agentbridge/adapters/slack/slacktest"
 	"github.com/agentbridge/agentbridge/core"
 )
@@ -71,4 +77,56 @@ func TestEndToEndDrainLeavesEnvelopesForTheNextInstance(t *testing.T) {
 	next := startBridge(t, fake, db, nil)
 	next.reply(thread, "sent while draining")
 	waitFake(t, fake, "the redelivery acked", func(s *slacktest.State) bool { return s.Acked(held) })
+}
+
+// draining is a recorder whose handler has begun to drain.
+type draining struct{ *recorder }
+
+func (draining) Draining() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// Over the Events API a draining bridge answers message events 503, so
+// Slack retries them later, and still takes button presses.
+func TestEventsAPIWhileDraining(t *testing.T) {
+	fake := newFake(t, slacktest.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := draining{newRecorder()}
+	start(t, fake, func(o *slack.Options) {
+		o.Mode, o.SigningSecret, o.EventsListener = slack.ModeEvents, signingSecret, ln
+	}, rec)
+	endpoint := "http://" + ln.Addr().String() + "/slack/events"
+	post := func(body []byte, contentType string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = slacktest.SignedHeader(signingSecret, time.Now(), body)
+		req.Header.Set("Content-Type", contentType)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	body := fake.EventCallback("EvDrain", mention("U1", "C1", "700.000001", "", "<@UBOT> while draining"))
+	if code := post(body, "application/json"); code != http.StatusServiceUnavailable {
+		t.Errorf("a message event while draining: HTTP %d, want 503 for Slack to retry", code)
+	}
+	payload, _ := json.Marshal(fake.BlockActions("U1", "C1", "700.000001", "700.000002", "tok:a"))
+	form := []byte("payload=" + url.QueryEscape(string(payload)))
+	if code := post(form, "application/x-www-form-urlencoded"); code != http.StatusOK {
+		t.Errorf("a press while draining: HTTP %d, want 200", code)
+	}
+	rec.wait(t, "the press", func(ms []core.Message, as []core.Action) bool { return len(as) == 1 })
+	if ms := rec.messages(); len(ms) != 0 {
+		t.Errorf("messages handed over while draining: %+v", ms)
+	}
 }

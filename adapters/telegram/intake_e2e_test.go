@@ -1,14 +1,19 @@
 package telegram_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/adapters/telegram"
 	"github.com/agentbridge/agentbridge/adapters/telegram/telegramtest"
 	"github.com/agentbridge/agentbridge/core"
 )
@@ -172,4 +177,50 @@ func TestE2EDrainLeavesUpdatesForTheNextInstance(t *testing.T) {
 	}
 	startStack(t, fake, db, nil)
 	waitMsg(t, fake, 1001, contains("during the drain END"))
+}
+
+// draining is a recorder whose handler has begun to drain.
+type draining struct{ *recorder }
+
+func (draining) Draining() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// In webhook mode a draining bridge answers deliveries 503: Telegram keeps
+// them and retries, so the next instance gets them.
+func TestWebhookWhileDraining(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "hook-SECRET_2"
+	e := newEnv(t, func(o *telegram.Options) {
+		o.Mode = telegram.ModeWebhook
+		o.WebhookListener = ln
+		o.WebhookURL = "https://bridge.example/telegram"
+		o.WebhookSecret = core.Secret(secret)
+	})
+	rec := draining{newRecorder()}
+	e.run(rec)
+	e.waitFor("setWebhook", func() bool { return len(e.fake.Calls("setWebhook")) == 1 })
+	update := telegramtest.PrivateMessage(1, alice, "while draining")
+	update["update_id"] = 6000
+	body, _ := json.Marshal(update)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+ln.Addr().String()+"/", bytes.NewReader(body))
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("delivery while draining: HTTP %d, want 503", res.StatusCode)
+	}
+	select {
+	case m := <-rec.msgs:
+		t.Errorf("handed over %q while draining", m.Text)
+	default:
+	}
 }
