@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,21 +27,13 @@ const chatPlaceholderDelay = 1500 * time.Millisecond
 // cmdChat is the terminal adapter: one local conversation, replies streamed
 // in place, permission prompts answered by typing a key.
 func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("chat", "usage: agentbridge chat [--profile PATH] [--store PATH] [--hide-thinking] [-v]\n\n", stderr)
 	profilePath := fs.String("profile", "", "agent profile YAML (default: the built-in demo agent)")
 	storePath := fs.String("store", "", "session store file (default: $XDG_STATE_HOME/agentbridge/chat.db)")
 	hideThinking := fs.Bool("hide-thinking", false, "hide the agent's thinking instead of showing it quoted")
 	verbose := fs.Bool("v", false, "log bridge activity to stderr")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: agentbridge chat [--profile PATH] [--store PATH] [--hide-thinking] [-v]\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
-		return exitCode(2)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("chat takes no arguments; type your messages after it starts")

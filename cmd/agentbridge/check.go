@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -39,12 +38,7 @@ func (m *checkMessages) Set(v string) error {
 
 // cmdCheck checks an agent profile against the protocol.
 func cmdCheck(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, checkUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("check", checkUsage, stderr)
 	var msgs checkMessages
 	fs.Var(&msgs, "message", "`TEXT` of the probe turns (repeatable: the first is used for every ordinary turn, each other one once more, e.g. a prompt that makes the agent ask permission); default \""+agentcheck.DefaultMessage+"\"")
 	timeout := fs.Duration("timeout", 0, "bound on each probe turn (default the profile's timeout_secs, at most "+agentcheck.DefaultTurnTimeout.String()+")")
@@ -54,23 +48,12 @@ func cmdCheck(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		profile, args = args[0], args[1:]
 	}
-	parse := func(args []string) error {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return exitCode(2) // the flag package already printed the problem
-		}
-		return nil
-	}
-	err := parse(args)
+	err := parseFlags(fs, args)
 	if err == nil && profile == "" && fs.NArg() > 0 {
 		profile = fs.Arg(0)
-		err = parse(fs.Args()[1:])
+		err = parseFlags(fs, fs.Args()[1:])
 	}
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return nil
 	case err != nil:
 		return err
 	case fs.NArg() > 0:

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,18 +22,10 @@ const defaultHealthURL = "http://127.0.0.1:9090/healthz"
 
 // cmdHealth probes a health URL once.
 func cmdHealth(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, healthUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("health", healthUsage, stderr)
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this `duration`")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return exitCode(2)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 1 {
 		return usageErrorf("health: want at most one URL, got %d arguments", fs.NArg())

@@ -38,6 +38,24 @@ usage:
 Run 'agentbridge COMMAND -h' for a command's flags.
 `
 
+// command runs one subcommand, its environment passed in like run's.
+type command func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+
+// commands maps each subcommand to what runs it; usage lists the public ones.
+var commands = map[string]command{
+	"run":                cmdRun,
+	"chat":               cmdChat,
+	"serve":              cmdServe,
+	"check":              cmdCheck,
+	"validate":           cmdValidate,
+	profiles.DemoCommand: cmdDemoAgent,
+	"shim":               cmdShim,
+	"health":             cmdHealth,
+	"isolate":            cmdIsolate,
+	"version":            cmdVersion,
+	"--version":          cmdVersion,
+}
+
 // run is the whole program, with its environment passed in so tests can call
 // it directly.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -47,29 +65,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
-	case "run":
-		return cmdRun(ctx, rest, stdin, stdout, stderr)
-	case "chat":
-		return cmdChat(ctx, rest, stdin, stdout, stderr)
-	case "serve":
-		return cmdServe(ctx, rest, stdin, stdout, stderr)
-	case "check":
-		return cmdCheck(ctx, rest, stdin, stdout, stderr)
-	case "validate":
-		return cmdValidate(ctx, rest, stdin, stdout, stderr)
-	case profiles.DemoCommand:
-		return cmdDemoAgent(ctx, rest, stdin, stdout, stderr)
-	case "shim":
-		return cmdShim(ctx, rest, stdin, stdout, stderr)
-	case "health":
-		return cmdHealth(ctx, rest, stdin, stdout, stderr)
-	case "isolate":
-		return cmdIsolate(ctx, rest, stdin, stdout, stderr)
-	case "version", "--version":
-		return cmdVersion(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	}
+	if c, ok := commands[cmd]; ok {
+		return c(ctx, rest, stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "agentbridge: unknown command %q\n\n%s", cmd, usage)
 	return exitCode(2)

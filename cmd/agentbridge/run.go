@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,12 +56,7 @@ type runJSON struct {
 
 // cmdRun runs one turn of an agent profile from the command line.
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, runUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("run", runUsage, stderr)
 	var (
 		profilePath = fs.String("profile", "", "AgentProc profile YAML `path` (required)")
 		sessionID   = fs.String("session-id", "", "agent session `id` to resume (default: a new session)")
@@ -73,11 +66,8 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		attachments runAttachments
 	)
 	fs.Var(&attachments, "attach", "attach a file as `KIND=URL` (repeatable)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return exitCode(2) // the flag package already printed the problem
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *profilePath == "" {
 		return usageErrorf("run: --profile is required")

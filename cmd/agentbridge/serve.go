@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -37,18 +35,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// exits must not kill it (and turn a clean exit into "signal: hangup").
 	defer signal.Ignore(syscall.SIGHUP)
 
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, serveUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("serve", serveUsage, stderr)
 	cfgPath := fs.String("config", "", "config `file` (YAML; check it with agentbridge validate)")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
-		return exitCode(2)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *cfgPath == "" || fs.NArg() > 0 {
 		return usageErrorf("usage: agentbridge serve --config FILE")

@@ -1,8 +1,7 @@
 package main
 
 import (
-	"errors"
-	"flag"
+	"context"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -15,17 +14,10 @@ import (
 var version string
 
 // cmdVersion prints the version.
-func cmdVersion(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: agentbridge version\n\nPrints the version: the stamped one, the module version or the VCS revision.\n")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return exitCode(2)
+func cmdVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("version", "usage: agentbridge version\n\nPrints the version: the stamped one, the module version or the VCS revision.\n", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("version takes no arguments")
