@@ -252,12 +252,8 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
 // mappingOr is mapping with other, when not nil, offered each key not among
 // fields first; it reports whether it took the key.
 func (d *decoder) mappingOr(n *yaml.Node, path string, fields []field, other func(name, p string, k, v *yaml.Node) bool) {
-	r := resolve(n)
-	if isNull(r) {
-		return
-	}
-	if r.Kind != yaml.MappingNode {
-		d.fail(n.Line, path, "expected a mapping, got %s", yamlnode.Describe(r))
+	r, ok := d.node(n, path, yaml.MappingNode, "a mapping")
+	if !ok {
 		return
 	}
 	d.entries(r, path, func(name, p string, k, v *yaml.Node) {
@@ -437,30 +433,49 @@ func (d *decoder) scope(dst *core.SessionScope) func(*yaml.Node, string) {
 
 func (d *decoder) boolean(dst *bool) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
-		r := resolve(n)
-		if isNull(r) {
-			return
-		}
 		var v bool
-		if r.Kind != yaml.ScalarNode || r.ShortTag() != "!!bool" || r.Decode(&v) != nil {
-			d.fail(n.Line, path, "expected true or false, got %s", yamlnode.Describe(r))
-			return
+		if d.scalar(n, path, "!!bool", "true or false", &v) {
+			*dst = v
 		}
-		*dst = v
 	}
+}
+
+// scalar decodes a scalar of YAML tag into v, reporting a node that is
+// something else as not the want it expected; ok is false for null and on
+// error.
+func (d *decoder) scalar(n *yaml.Node, path, tag, want string, v any) bool {
+	r := resolve(n)
+	if isNull(r) {
+		return false
+	}
+	if r.Kind != yaml.ScalarNode || r.ShortTag() != tag || r.Decode(v) != nil {
+		d.fail(n.Line, path, "expected %s, got %s", want, yamlnode.Describe(r))
+		return false
+	}
+	return true
+}
+
+// node resolves n and checks it is of kind, reporting a node that is
+// something else as not the want it expected; ok is false for null and on
+// error.
+func (d *decoder) node(n *yaml.Node, path string, kind yaml.Kind, want string) (*yaml.Node, bool) {
+	r := resolve(n)
+	if isNull(r) {
+		return nil, false
+	}
+	if r.Kind != kind {
+		d.fail(n.Line, path, "expected %s, got %s", want, yamlnode.Describe(r))
+		return nil, false
+	}
+	return r, true
 }
 
 // intField decodes an integer in [lo, hi]. It is a function because methods
 // cannot have type parameters.
 func intField[T int | int64](d *decoder, dst *T, lo, hi int64) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
-		r := resolve(n)
-		if isNull(r) {
-			return
-		}
 		var v int64
-		if r.Kind != yaml.ScalarNode || r.ShortTag() != "!!int" || r.Decode(&v) != nil {
-			d.fail(n.Line, path, "expected an integer, got %s", yamlnode.Describe(r))
+		if !d.scalar(n, path, "!!int", "an integer", &v) {
 			return
 		}
 		if v < lo || v > hi {
@@ -503,12 +518,8 @@ func (d *decoder) duration(dst *time.Duration, positive bool) func(*yaml.Node, s
 // list decodes a list of ids.
 func (d *decoder) list(dst *[]string) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
-		r := resolve(n)
-		if isNull(r) {
-			return
-		}
-		if r.Kind != yaml.SequenceNode {
-			d.fail(n.Line, path, "expected a list, got %s", yamlnode.Describe(r))
+		r, ok := d.node(n, path, yaml.SequenceNode, "a list")
+		if !ok {
 			return
 		}
 		out := make([]string, 0, len(r.Content))
@@ -587,13 +598,12 @@ func (d *decoder) expand(n *yaml.Node, path string, secret bool) (string, bool) 
 
 // profiles decodes the name → profile map. Values are resolved by validate.
 func (d *decoder) profiles(n *yaml.Node, path string, c *Config) {
-	r := resolve(n)
-	if isNull(r) {
+	if isNull(resolve(n)) {
 		c.Profiles = map[string]string{}
 		return
 	}
-	if r.Kind != yaml.MappingNode {
-		d.fail(n.Line, path, "expected a mapping of profile names to profile files, got %s", yamlnode.Describe(r))
+	r, ok := d.node(n, path, yaml.MappingNode, "a mapping of profile names to profile files")
+	if !ok {
 		return
 	}
 	c.Profiles = map[string]string{}
@@ -615,12 +625,8 @@ func (d *decoder) profiles(n *yaml.Node, path string, c *Config) {
 
 // routes decodes the route list. References are checked by validate.
 func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
-	r := resolve(n)
-	if isNull(r) {
-		return
-	}
-	if r.Kind != yaml.SequenceNode {
-		d.fail(n.Line, path, "expected a list of routes, got %s", yamlnode.Describe(r))
+	r, ok := d.node(n, path, yaml.SequenceNode, "a list of routes")
+	if !ok {
 		return
 	}
 	c.Routes = make([]Route, 0, len(r.Content))

@@ -35,14 +35,12 @@ var _ engine.Observer = (*Metrics)(nil)
 func New() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
-		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentbridge_messages_total",
-			Help: "Incoming chat messages by what became of them (turn, command, duplicate, denied, busy, overflow, draining).",
-		}, []string{"platform", "result"}),
-		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentbridge_turns_total",
-			Help: "Finished turns by result (ok, error, timeout, stopped, start_failed).",
-		}, []string{"platform", "profile", "result"}),
+		messages: counterVec("agentbridge_messages_total",
+			"Incoming chat messages by what became of them (turn, command, duplicate, denied, busy, overflow, draining).",
+			"platform", "result"),
+		turns: counterVec("agentbridge_turns_total",
+			"Finished turns by result (ok, error, timeout, stopped, start_failed).",
+			"platform", "profile", "result"),
 		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "agentbridge_turns_running",
 			Help: "Turns whose agent is running now.",
@@ -52,18 +50,21 @@ func New() *Metrics {
 			Help:    "Wall time of agent processes.",
 			Buckets: prometheus.ExponentialBuckets(0.1, 2.5, 10), // 0.1 s to ~6 min
 		}, []string{"platform", "profile"}),
-		permission: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentbridge_permission_requests_total",
-			Help: "Answered permission requests (allowed, denied, timeout, turn_ended, auto_allowed).",
-		}, []string{"platform", "result"}),
-		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentbridge_replies_lost_total",
-			Help: "Final replies that could not be delivered after retries.",
-		}, []string{"platform"}),
+		permission: counterVec("agentbridge_permission_requests_total",
+			"Answered permission requests (allowed, denied, timeout, turn_ended, auto_allowed).",
+			"platform", "result"),
+		lost: counterVec("agentbridge_replies_lost_total",
+			"Final replies that could not be delivered after retries.",
+			"platform"),
 	}
 	m.reg.MustRegister(m.messages, m.turns, m.active, m.duration, m.permission, m.lost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// counterVec is a counter series per value of labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }
 
 // Known creates the series of these platforms and profiles at zero, every
