@@ -108,9 +108,6 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		},
 	}, engine.Options{Log: log})
 	h := eng.Handler(adapter)
-	if err := eng.Recover(ctx); err != nil {
-		log.Warn("could not report interrupted turns", "err", err)
-	}
 
 	who := "the built-in demo agent"
 	if *profilePath != "" {
@@ -119,6 +116,10 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fmt.Fprintf(stdout, "agentbridge chat with %s — sessions are kept in %s\n"+
 		"Type /help for commands. Ctrl-C stops the running turn; Ctrl-C when idle (or twice quickly) or Ctrl-D quits.\n",
 		who, *storePath)
+	// After the banner, so what a crash interrupted is reported under it.
+	if err := eng.Recover(ctx); err != nil {
+		log.Warn("could not report interrupted turns", "err", err)
+	}
 
 	// Ctrl-C is the chat's to handle, not a reason to end main's context:
 	// it stops the running turn and the chat goes on.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -344,4 +345,34 @@ func TestChatKeepsASessionPerProfile(t *testing.T) {
 	if !strings.Contains(c3.output(), "🔀 Profile changed from agent back to demo: resuming the earlier demo session.") {
 		t.Errorf("no line on going back:\n%s", c3.output())
 	}
+}
+
+// TestChatKill9KeepsTheSession: `kill -9` of chat mid-answer; the next
+// start prints the interrupted text (as last journaled) with its line
+// under the banner, and the next message resumes the same demo session
+// (its id was saved mid-turn, P-SID-1).
+func TestChatKill9KeepsTheSession(t *testing.T) {
+	state := t.TempDir()
+	c := startChat(t, state)
+	c.say("slow")
+	c.waitFor("taking my time", 1)
+	sid := regexp.MustCompile(`session (demo-[0-9a-f]+)`).FindStringSubmatch(c.output())
+	if sid == nil {
+		t.Fatalf("no session id in:\n%s", c.output())
+	}
+	c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.ended
+	c.cmd.Wait()
+
+	c2 := startChat(t, state)
+	c2.waitFor("⚠️ The bridge restarted, so this answer was interrupted. Please send your message again.", 1)
+	out := c2.output()
+	if banner, line := strings.Index(out, "Type /help"), strings.Index(out, "⚠️ The bridge restarted"); banner < 0 || line < banner {
+		t.Errorf("the interrupted reply should follow the banner:\n%s", out)
+	}
+	// The demo keeps its memory only at the end of a turn, so the resumed
+	// session is empty; its id is the interrupted turn's.
+	c2.say("hello")
+	c2.waitFor("session "+sid[1]+"; I have no memory of this session yet", 1)
+	c2.quit()
 }

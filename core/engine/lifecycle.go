@@ -74,7 +74,11 @@ func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.Jo
 	for _, pr := range j.Prompts {
 		// Edited without buttons: a press could reach no one.
 		err := p.Edit(ctx, pr.Ref, withNotice(p, pr, expiredNotice))
-		if err != nil && !errors.Is(err, core.ErrNotModified) && !errors.Is(err, core.ErrNotFound) {
+		if errors.Is(err, core.ErrNotFound) {
+			// Gone (or, in chat, printed by an earlier process): say it.
+			err = e.post(ctx, p, j.Conv, core.Post{Text: expiredNotice, Plain: true, ReplyTo: j.MessageID})
+		}
+		if err != nil && !errors.Is(err, core.ErrNotModified) {
 			errs = append(errs, fmt.Errorf("expire permission prompt: %w", err))
 		}
 	}
