@@ -105,6 +105,9 @@ type Post struct {
 	// group, a Discord reply) link to it; others ignore it. Edits ignore
 	// it.
 	ReplyTo string
+	// Final marks the final text of a streamed reply: adapters' rate
+	// budgets send it before any reply's interim text (core/pace).
+	Final bool
 }
 
 // MessageRef names a message the bridge sent, for later edits.

@@ -21,7 +21,6 @@ import (
 
 	discordgo "github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
-	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/pause"
@@ -80,14 +79,9 @@ type Adapter struct {
 	client *http.Client
 	rt     *transport
 
-	// Local budgets checked before each call, so a burst coalesces in the
-	// presenter instead of earning 429s.
-	global *rate.Limiter
-
-	mu       sync.Mutex
-	channels map[string]*rate.Limiter // message create/edit, by channel
-	typed    map[string]time.Time     // last typing call, by channel
-	sentAt   map[string]time.Time     // message id → when sent, for EditWindow
+	mu     sync.Mutex
+	typed  map[string]time.Time // last typing call, by channel
+	sentAt map[string]time.Time // message id → when sent, for EditWindow
 	// userMsgs and oldUserMsgs map users' message ids to their channel, so
 	// replies point only at messages Discord accepts (see reply.go).
 	userMsgs, oldUserMsgs map[string]string
@@ -135,7 +129,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord: create session: %w", err)
 	}
-	rt := &transport{target: target, base: http.DefaultTransport, blocked: map[string]time.Time{}}
+	rt := newTransport(target, http.DefaultTransport)
 	client := &http.Client{Transport: rt, Timeout: 30 * time.Second}
 	a := &Adapter{
 		opts:     opts,
@@ -143,8 +137,6 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 		sess:     sess,
 		client:   client,
 		rt:       rt,
-		global:   rate.NewLimiter(45, 45),
-		channels: map[string]*rate.Limiter{},
 		typed:    map[string]time.Time{},
 		sentAt:   map[string]time.Time{},
 		userMsgs: map[string]string{},

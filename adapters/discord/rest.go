@@ -16,22 +16,37 @@ import (
 	"time"
 
 	discordgo "github.com/bwmarrin/discordgo"
-	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/core/pause"
+	"github.com/agentbridge/agentbridge/core/pace"
 )
 
 // transport is the session's http.RoundTripper. It sends every request to
 // the api_url override when one is set, and keeps Discord's rate-limit
-// state per route: it reads the X-RateLimit-* headers and 429 bodies, then
-// strips them so discordgo's own limiter never sleeps inside a call.
+// state in one core/pace budget per route bucket (and one for the global
+// limit): it reads the X-RateLimit-* headers and 429 bodies, then strips
+// them so discordgo's own limiter never sleeps inside a call.
 type transport struct {
 	target *url.URL // nil: the real Discord
 	base   http.RoundTripper
 
+	routes *pace.Budgets // by bucket: X-RateLimit-Bucket once known, else the route
+	global *pace.Budget  // 50 requests a second per bot
+
 	mu      sync.Mutex
-	blocked map[string]time.Time // route → not before; "" is the global limit
+	buckets map[string]string // route → X-RateLimit-Bucket, as Discord announced it
+}
+
+// routeLimit is a route bucket's budget until Discord announces one:
+// message create and edit allow about 5 per 5 s per channel.
+var routeLimit = pace.Limit{N: 5, Per: 5 * time.Second, Burst: 1}
+
+// globalLimit is the bot's global budget, 50 requests a second.
+var globalLimit = pace.Limit{N: 50, Per: time.Second, Burst: 5}
+
+func newTransport(target *url.URL, base http.RoundTripper) *transport {
+	return &transport{target: target, base: base, routes: pace.NewBudgets(routeLimit),
+		global: pace.NewBudget(globalLimit), buckets: map[string]string{}}
 }
 
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -51,12 +66,46 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// observe records when key (or everything, for a global limit) may be
-// called again.
+// route returns the budget of route key: its bucket's, once Discord named
+// the bucket.
+func (t *transport) route(key string) *pace.Budget {
+	t.mu.Lock()
+	b := t.buckets[key]
+	t.mu.Unlock()
+	if b == "" {
+		b = key
+	}
+	return t.routes.Get(b)
+}
+
+// observe applies a response's rate-limit headers to key's budget (or the
+// global one): a 429 holds it for retry_after, X-RateLimit-Remaining: 0
+// holds it until the announced reset, before Discord has to say 429, and
+// the announced limit and window replace the default.
 func (t *transport) observe(key string, resp *http.Response) {
 	h := resp.Header
-	var until time.Time
+	defer func() {
+		for _, k := range []string{"X-RateLimit-Remaining", "X-RateLimit-Reset", "X-RateLimit-Reset-After", "X-RateLimit-Global", "Retry-After"} {
+			h.Del(k)
+		}
+	}()
 	global := h.Get("X-RateLimit-Global") != ""
+	if bucket := h.Get("X-RateLimit-Bucket"); bucket != "" && key != "" {
+		t.mu.Lock()
+		if len(t.buckets) > 10000 {
+			clear(t.buckets)
+		}
+		t.buckets[key] = bucket
+		t.mu.Unlock()
+	}
+	budget := t.global
+	if !global {
+		if key == "" {
+			return // interactions and webhooks: not tracked
+		}
+		budget = t.route(key)
+	}
+	resetAfter, _ := strconv.ParseFloat(h.Get("X-RateLimit-Reset-After"), 64)
 	if resp.StatusCode == http.StatusTooManyRequests {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		resp.Body.Close()
@@ -66,40 +115,33 @@ func (t *transport) observe(key string, resp *http.Response) {
 			Global     bool    `json:"global"`
 		}
 		json.Unmarshal(body, &rl)
-		global = global || rl.Global
+		if rl.Global {
+			budget = t.global
+		}
 		wait := seconds(rl.RetryAfter)
 		if wait <= 0 {
 			ra, _ := strconv.ParseFloat(h.Get("Retry-After"), 64)
 			wait = seconds(ra)
 		}
-		until = time.Now().Add(wait)
-	} else if h.Get("X-RateLimit-Remaining") == "0" {
-		ra, _ := strconv.ParseFloat(h.Get("X-RateLimit-Reset-After"), 64)
-		until = time.Now().Add(seconds(ra))
-	}
-	for _, k := range []string{"X-RateLimit-Remaining", "X-RateLimit-Reset", "X-RateLimit-Reset-After", "X-RateLimit-Global", "Retry-After"} {
-		h.Del(k)
-	}
-	if until.IsZero() || key == "" {
+		budget.Spent(time.Now().Add(wait))
 		return
 	}
-	if global {
-		key = ""
+	limit, _ := strconv.Atoi(h.Get("X-RateLimit-Limit"))
+	remaining, err := strconv.Atoi(h.Get("X-RateLimit-Remaining"))
+	switch {
+	case err != nil:
+	case remaining == 0:
+		budget.Spent(time.Now().Add(seconds(resetAfter)))
+	case limit > 0 && remaining == limit-1 && resetAfter > 0:
+		// The first request of a window: Reset-After is the window.
+		budget.SetLimit(pace.Limit{N: limit, Per: seconds(resetAfter).Round(100 * time.Millisecond), Burst: 1})
 	}
-	t.mu.Lock()
-	if until.After(t.blocked[key]) {
-		t.blocked[key] = until
-	}
-	t.mu.Unlock()
 }
 
-// wait reports how long route key (and the global limit) still blocks.
+// wait reports how long route key (and the global limit) still blocks,
+// without taking anything.
 func (t *transport) wait(key string) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := time.Now()
-	d := max(t.blocked[key].Sub(now), t.blocked[""].Sub(now))
-	return max(d, 0)
+	return max(t.route(key).Held(), t.global.Held())
 }
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
@@ -124,62 +166,21 @@ func routeKey(method, path string) string {
 	return method + " " + parts[0] + " " + sub
 }
 
-// budget reserves one request of the channel's message budget, failing
-// with a *core.RateLimitError (without calling Discord) when the budget or
-// a limit Discord announced says to wait. Sends wait up to maxWait instead,
+// budget takes one request of route's budget for caller, in its fair turn
+// (final: a reply's final text, first), then one of the global budget. When
+// the turn is more than maxWait away it fails with a *core.RateLimitError
+// saying when it comes, without calling Discord: sends wait up to maxWait,
 // because a refused notice would be lost; edits never wait, so the
 // presenter coalesces.
-func (a *Adapter) budget(ctx context.Context, route, channel string, maxWait time.Duration) error {
-	if d := a.rt.wait(route); d > 0 {
-		if d > maxWait {
-			return &core.RateLimitError{RetryAfter: d}
-		}
-		if err := pause.Sleep(ctx, d); err != nil {
-			return err
-		}
-	}
-	lims := []*rate.Limiter{a.global}
-	if channel != "" {
-		lims = append(lims, a.channelLimiter(channel))
-	}
-	var longest time.Duration
-	rs := make([]*rate.Reservation, 0, len(lims))
-	for _, l := range lims {
-		r := l.Reserve()
-		rs = append(rs, r)
-		longest = max(longest, r.Delay())
-	}
-	if longest == 0 {
-		return nil
-	}
-	if longest > maxWait {
-		for _, r := range rs {
-			r.Cancel()
-		}
-		return &core.RateLimitError{RetryAfter: longest}
-	}
-	if err := pause.Sleep(ctx, longest); err != nil {
-		for _, r := range rs {
-			r.Cancel()
-		}
+func (a *Adapter) budget(ctx context.Context, route, caller string, final bool, maxWait time.Duration) error {
+	d, err := a.rt.route(route).TakeWithin(ctx, caller, final, maxWait)
+	if err != nil {
 		return err
 	}
-	return nil
-}
-
-func (a *Adapter) channelLimiter(channel string) *rate.Limiter {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l := a.channels[channel]
-	if l == nil {
-		if len(a.channels) > 10000 {
-			clear(a.channels)
-		}
-		// Discord's message bucket is about 5 per 5 s per channel.
-		l = rate.NewLimiter(rate.Every(time.Second), 5)
-		a.channels[channel] = l
+	if d > 0 {
+		return &core.RateLimitError{RetryAfter: d}
 	}
-	return l
+	return a.rt.global.Take(ctx, caller, final)
 }
 
 // target is the channel id messages of conv go to: the thread, if any.
@@ -200,7 +201,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	if ch == "" {
 		return core.MessageRef{}, fmt.Errorf("discord: send: no channel in %s: %w", to, core.ErrNotFound)
 	}
-	if err := a.budget(ctx, "POST "+ch+" messages", ch, sendWait); err != nil {
+	if err := a.budget(ctx, "POST "+ch+" messages", to.String(), p.Final, sendWait); err != nil {
 		return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
 	}
 	send := &discordgo.MessageSend{
@@ -214,7 +215,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 		// A reply Discord refuses must never cost the message itself.
 		a.log.Warn("reply refused; sending it as a plain message", "channel", ch, "err", a.scrub(err))
 		send.Reference = nil
-		if err = a.budget(ctx, "POST "+ch+" messages", ch, sendWait); err != nil {
+		if err = a.budget(ctx, "POST "+ch+" messages", to.String(), p.Final, sendWait); err != nil {
 			return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
 		}
 		m, err = a.sess.ChannelMessageSendComplex(ch, send, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
@@ -246,7 +247,7 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 	if known && time.Since(at) >= editWindow {
 		return fmt.Errorf("discord: edit message %s: older than Discord's %s edit window: %w", ref.ID, editWindow, core.ErrNotFound)
 	}
-	if err := a.budget(ctx, "PATCH "+ch+" messages", ch, 0); err != nil {
+	if err := a.budget(ctx, "PATCH "+ch+" messages", ref.ID, p.Final, 0); err != nil {
 		return fmt.Errorf("discord: edit message %s: %w", ref.ID, err)
 	}
 	text := content(p)

@@ -11,10 +11,9 @@ import (
 	"unicode/utf8"
 
 	slackapi "github.com/slack-go/slack"
-	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/core/pause"
+	"github.com/agentbridge/agentbridge/core/pace"
 )
 
 // Block Kit limits.
@@ -30,16 +29,18 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	if to.Thread != "" {
 		opts = append(opts, slackapi.MsgOptionTS(to.Thread))
 	}
-	// chat.postMessage allows about one message a second per channel, with
-	// short bursts: posts wait for the channel's budget. That paces calls;
-	// a refusal Slack returns anyway goes back to the caller, which retries
-	// (the engine for notices, the presenter for replies).
-	if err := a.postLimiter(to.Channel).Wait(ctx); err != nil {
+	// Posts wait for the channel's budget. That paces calls; a refusal
+	// Slack returns anyway holds the channel and goes back to the caller,
+	// which retries (the engine for notices, the presenter for replies).
+	posts := a.posts.Get(to.Channel)
+	if err := posts.Take(ctx, to.String(), p.Final); err != nil {
 		return core.MessageRef{}, fmt.Errorf("slack chat.postMessage: %w", err)
 	}
 	ch, ts, err := a.api.PostMessageContext(ctx, to.Channel, opts...)
 	if err != nil {
-		return core.MessageRef{}, a.translate("chat.postMessage", err)
+		err = a.translate("chat.postMessage", err)
+		hold(posts, err)
+		return core.MessageRef{}, err
 	}
 	if ch == "" {
 		ch = to.Channel
@@ -54,24 +55,28 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 }
 
 // Edit replaces a message's content; buttons not in p are removed. Streaming
-// edits share the workspace's chat.update budget: when it is spent, Edit
-// returns a *core.RateLimitError without calling Slack. An edit of a
-// message that carries buttons (a permission prompt's outcome) waits for
-// the budget instead, since nobody retries it.
+// edits share the workspace's chat.update budget fairly: when it is not
+// this message's turn, Edit returns a *core.RateLimitError saying when it
+// is, without calling Slack. An edit of a message that carries buttons (a
+// permission prompt's outcome) waits for its turn instead, first in line,
+// since nobody retries it.
 func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) error {
 	key := ref.Conv.Channel + ":" + ref.ID
 	a.mu.Lock()
 	hasButtons := a.buttoned[key]
 	a.mu.Unlock()
-	if err := a.spend(ctx, ref.Conv.Workspace, hasButtons); err != nil {
-		return err
+	edits := a.edits.Get(ref.Conv.Workspace)
+	if hasButtons {
+		if err := edits.Take(ctx, key, true); err != nil {
+			return fmt.Errorf("slack chat.update: %w", err)
+		}
+	} else if d := edits.TryTake(key, p.Final); d > 0 {
+		return &core.RateLimitError{RetryAfter: d}
 	}
 	_, _, _, err := a.api.UpdateMessageContext(ctx, ref.Conv.Channel, ref.ID, a.content(p)...)
 	if err != nil {
 		err = a.translate("chat.update", err)
-		if ra, ok := core.RetryAfter(err); ok {
-			a.holdEdits(ref.Conv.Workspace, ra)
-		}
+		hold(edits, err)
 		return err
 	}
 	if hasButtons && len(p.Buttons) == 0 {
@@ -82,71 +87,15 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 	return nil
 }
 
-func (a *Adapter) postLimiter(channel string) *rate.Limiter {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l := a.posts[channel]
-	if l == nil {
-		if len(a.posts) > 10000 { // forget idle channels now and then
-			clear(a.posts)
-		}
-		l = rate.NewLimiter(1, 4)
-		a.posts[channel] = l
-	}
-	return l
-}
+// postLimit is chat.postMessage's budget in one channel: about one a
+// second, with short bursts.
+var postLimit = pace.Limit{N: 60, Per: time.Minute, Burst: 2}
 
-// spend takes one edit from workspace's budget, or says how long to wait.
-func (a *Adapter) spend(ctx context.Context, workspace string, wait bool) error {
-	return a.take(ctx, a.edits, workspace, a.opts.EditsPerMinute, a.opts.EditBurst, wait)
-}
-
-// take takes one call from workspace's budget in budgets (created at
-// perMinute with burst on first use). With wait it waits for the budget and
-// any hold after a 429; without, it returns a core.RateLimitError saying
-// how long to wait, so the presenter coalesces what arrives meanwhile.
-func (a *Adapter) take(ctx context.Context, budgets map[string]*budget, workspace string, perMinute float64, burst int, wait bool) error {
-	a.mu.Lock()
-	b := budgets[workspace]
-	if b == nil {
-		b = &budget{lim: rate.NewLimiter(rate.Limit(perMinute/60), burst)}
-		budgets[workspace] = b
-	}
-	hold := b.hold
-	a.mu.Unlock()
-	now := time.Now()
-	if d := hold.Sub(now); d > 0 {
-		if !wait {
-			return &core.RateLimitError{RetryAfter: d}
-		}
-		if err := pause.Sleep(ctx, d); err != nil {
-			return err
-		}
-		now = time.Now()
-	}
-	if wait {
-		return b.lim.Wait(ctx)
-	}
-	r := b.lim.ReserveN(now, 1)
-	if !r.OK() {
-		return &core.RateLimitError{RetryAfter: time.Second}
-	}
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return &core.RateLimitError{RetryAfter: d}
-	}
-	return nil
-}
-
-// holdEdits stops every edit in workspace for d after a real 429, so
-// concurrent streams back off together instead of each meeting the limit.
-func (a *Adapter) holdEdits(workspace string, d time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if b := a.edits[workspace]; b != nil {
-		if until := time.Now().Add(d); until.After(b.hold) {
-			b.hold = until
-		}
+// hold stops b for a 429's Retry-After, so every stream sharing the budget
+// backs off together instead of each meeting the limit.
+func hold(b *pace.Budget, err error) {
+	if ra, ok := core.RetryAfter(err); ok {
+		b.Hold(time.Now().Add(ra))
 	}
 }
 

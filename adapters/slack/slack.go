@@ -6,11 +6,12 @@
 // A mention in a channel starts a thread, and the thread is the
 // conversation; replies in that thread continue it without a mention. A DM is
 // one conversation (or one per thread when the user threads). chat.update
-// calls share one Tier 3 budget per workspace; when it is spent, Edit
-// returns a *core.RateLimitError without calling Slack so the presenter
-// coalesces the stream. With Options.NativeStreaming, replies in threads
-// stream natively instead (chat.startStream / appendStream / stopStream,
-// sharing a Tier 4 budget per workspace).
+// calls share one Tier 3 budget per workspace (core/pace: 90 % of it,
+// shared fairly, final text first); when it is spent, Edit returns a
+// *core.RateLimitError without calling Slack so the presenter coalesces the
+// stream. Posts share a budget per channel. With Options.NativeStreaming,
+// replies in threads stream natively instead (chat.startStream /
+// appendStream / stopStream, sharing a Tier 4 budget per workspace).
 package slack
 
 import (
@@ -25,9 +26,9 @@ import (
 	"time"
 
 	slackapi "github.com/slack-go/slack"
-	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pace"
 	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
 )
@@ -81,7 +82,8 @@ type Options struct {
 	// EditsPerMinute is the chat.update budget shared by every stream in a
 	// workspace; default 50 (Tier 3).
 	EditsPerMinute float64
-	// EditBurst is how many edits may go at once; default 5.
+	// EditBurst is how many edits may go at once; default 3 (the burst
+	// counts against the minute's budget, see core/pace).
 	EditBurst int
 	// EditInterval is the cadence one message is edited at; default 1s.
 	EditInterval time.Duration
@@ -103,24 +105,17 @@ type Adapter struct {
 	team     string // from auth.test
 	botUser  string // bot's user id, from auth.test
 	botID    string
-	edits    map[string]*budget       // by workspace
-	posts    map[string]*rate.Limiter // chat.postMessage, by channel
-	buttoned map[string]bool          // channel:ts of messages sent with buttons
-	threads  map[string]bool          // workspace:channel:thread the bot takes part in
+	edits    *pace.Budgets   // chat.update, by workspace
+	posts    *pace.Budgets   // chat.postMessage and chat.startStream, by channel
+	buttoned map[string]bool // channel:ts of messages sent with buttons
+	threads  map[string]bool // workspace:channel:thread the bot takes part in
 	typed    map[core.ConversationKey]time.Time
-	noStatus bool               // assistant.threads.setStatus is not available
-	noStream bool               // chat.startStream is not available
-	streams  map[string]*budget // streaming calls, by workspace
+	noStatus bool          // assistant.threads.setStatus is not available
+	noStream bool          // chat.startStream is not available
+	streams  *pace.Budgets // streaming calls, by workspace
 	// requesters is who wrote last in each thread, for native streams.
 	requesters map[core.ConversationKey]requester
 	recent     *seenSet
-}
-
-// budget is one workspace's chat.update allowance.
-type budget struct {
-	lim *rate.Limiter
-	// hold is set from a real 429: nobody edits before it.
-	hold time.Time
 }
 
 var (
@@ -164,7 +159,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 		opts.EditsPerMinute = 50
 	}
 	if opts.EditBurst <= 0 {
-		opts.EditBurst = 5
+		opts.EditBurst = 3
 	}
 	if opts.AppendsPerMinute <= 0 {
 		opts.AppendsPerMinute = 100
@@ -196,12 +191,12 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 		opts:       opts,
 		log:        log,
 		api:        slackapi.New(opts.BotToken.Reveal(), apiOpts...),
-		edits:      map[string]*budget{},
-		posts:      map[string]*rate.Limiter{},
+		edits:      pace.NewBudgets(pace.Limit{N: int(opts.EditsPerMinute), Per: time.Minute, Burst: opts.EditBurst}),
+		posts:      pace.NewBudgets(postLimit),
 		buttoned:   map[string]bool{},
 		threads:    map[string]bool{},
 		typed:      map[core.ConversationKey]time.Time{},
-		streams:    map[string]*budget{},
+		streams:    pace.NewBudgets(pace.Limit{N: int(opts.AppendsPerMinute), Per: time.Minute, Burst: opts.AppendBurst}),
 		requesters: map[core.ConversationKey]requester{},
 		recent:     newSeenSet(4096),
 	}, nil

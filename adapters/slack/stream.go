@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pace"
 	"github.com/agentbridge/agentbridge/core/render"
 )
 
@@ -66,11 +66,13 @@ func (a *Adapter) StartStream(ctx context.Context, conv core.ConversationKey) (c
 	}
 	// The stream is a new message in the channel: it waits its turn with
 	// chat.postMessage.
-	if err := a.postLimiter(conv.Channel).Wait(ctx); err != nil {
+	posts := a.posts.Get(conv.Channel)
+	if err := posts.Take(ctx, conv.String(), false); err != nil {
 		return nil, fmt.Errorf("slack chat.startStream: %w", err)
 	}
 	_, ts, err := a.api.StartStreamContext(ctx, conv.Channel, opts...)
 	if err != nil {
+		hold(posts, a.translate("chat.startStream", err))
 		var se slackapi.SlackErrorResponse
 		if errors.As(err, &se) {
 			switch se.Err {
@@ -156,8 +158,9 @@ func (s *stream) deliver(ctx context.Context, full string, end int, stop bool) e
 		n := chunkLen(rest, maxStreamChunk)
 		last := n == len(rest)
 		text := render.DefuseMentions(rest[:n])
-		if err := s.a.spendStream(ctx, s.ref.Conv.Workspace); err != nil {
-			return err
+		budget := s.a.streams.Get(s.ref.Conv.Workspace)
+		if d := budget.TryTake(s.ref.Conv.String(), stop); d > 0 {
+			return &core.RateLimitError{RetryAfter: d}
 		}
 		var err error
 		if stop && last {
@@ -166,10 +169,10 @@ func (s *stream) deliver(ctx context.Context, full string, end int, stop bool) e
 				opts = append(opts, slackapi.MsgOptionMarkdownText(text))
 			}
 			_, _, err = s.a.api.StopStreamContext(ctx, s.ref.Conv.Channel, s.ref.ID, opts...)
-			err = s.a.streamErr(s.ref.Conv.Workspace, "chat.stopStream", err)
+			err = s.a.streamErr(budget, "chat.stopStream", err)
 		} else {
 			_, _, err = s.a.api.AppendStreamContext(ctx, s.ref.Conv.Channel, s.ref.ID, slackapi.MsgOptionMarkdownText(text))
-			err = s.a.streamErr(s.ref.Conv.Workspace, "chat.appendStream", err)
+			err = s.a.streamErr(budget, "chat.appendStream", err)
 		}
 		if err != nil {
 			return err
@@ -183,7 +186,7 @@ func (s *stream) deliver(ctx context.Context, full string, end int, stop bool) e
 
 // streamErr translates a streaming call's error; a 429 holds every stream
 // in the workspace for its Retry-After.
-func (a *Adapter) streamErr(workspace, method string, err error) error {
+func (a *Adapter) streamErr(budget *pace.Budget, method string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -192,23 +195,8 @@ func (a *Adapter) streamErr(workspace, method string, err error) error {
 		return fmt.Errorf("slack %s: %s: %w", method, se.Err, core.ErrNotFound)
 	}
 	err = a.translate(method, err)
-	if ra, ok := core.RetryAfter(err); ok {
-		a.mu.Lock()
-		if b := a.streams[workspace]; b != nil {
-			if until := time.Now().Add(ra); until.After(b.hold) {
-				b.hold = until
-			}
-		}
-		a.mu.Unlock()
-	}
+	hold(budget, err)
 	return err
-}
-
-// spendStream takes one streaming call from workspace's budget (Tier 4),
-// or says how long to wait; it never waits itself, so the presenter
-// coalesces what arrives meanwhile.
-func (a *Adapter) spendStream(ctx context.Context, workspace string) error {
-	return a.take(ctx, a.streams, workspace, a.opts.AppendsPerMinute, a.opts.AppendBurst, false)
 }
 
 // chunkLen returns how many bytes of s go in one call of at most max UTF-16

@@ -414,8 +414,10 @@ func TestRateLimits(t *testing.T) {
 	}
 	n := len(e.fake.Calls("editMessageText"))
 	err = e.ad.Edit(ctx, ref, core.Post{Text: "three"})
-	if ra, ok := core.RetryAfter(err); !ok || ra <= 0 || ra > 3*time.Second {
-		t.Fatalf("Edit during retry_after = %v; want a rate limit", err)
+	// (At least the 3 s hold; the group's budget, spent by the send and
+	// the edit, may put the turn a little later.)
+	if ra, ok := core.RetryAfter(err); !ok || ra < 2*time.Second || ra > 5*time.Second {
+		t.Fatalf("Edit during retry_after = %v; want a rate limit of about 3 s", err)
 	}
 	if len(e.fake.Calls("editMessageText")) != n {
 		t.Errorf("Edit called Telegram during retry_after")
@@ -440,7 +442,7 @@ func TestRateLimits(t *testing.T) {
 		t.Errorf("ten quick edits in a group were never rate limited locally")
 	}
 	if got := e.fake.Messages(-100888)[0].Edits; got > 5 {
-		t.Errorf("Telegram saw %d edits; budget allows a burst of 4 after the send", got)
+		t.Errorf("Telegram saw %d edits; budget allows a burst of 2 (one after the send)", got)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/core/pause"
 )
 
 // maxSendWait bounds how long Send waits for the chat's budget (which a
@@ -53,7 +52,7 @@ func (a *Adapter) sendMessage(ctx context.Context, to core.ConversationKey, chat
 	// Wait for the chat's budget: that paces calls. A refusal Telegram
 	// returns anyway (429) goes back to the caller, which retries (the
 	// engine for notices and prompts, the presenter for replies).
-	if err := a.await(ctx, chat, time.Now().Add(maxSendWait)); err != nil {
+	if err := a.await(ctx, chat, to.String(), p.Final, maxSendWait); err != nil {
 		return core.MessageRef{}, err
 	}
 	resp, err := a.call(ctx, "sendMessage", params)
@@ -98,10 +97,10 @@ func (a *Adapter) editMessage(ctx context.Context, ref core.MessageRef, p core.P
 	_, hasKeyboard := a.keyboards[key]
 	a.mu.Unlock()
 	if !hasKeyboard {
-		if d := a.reserve(chat); d > 0 {
+		if d := a.budget(chat).TryTake(key, p.Final); d > 0 {
 			return &core.RateLimitError{RetryAfter: d}
 		}
-	} else if err := a.await(ctx, chat, time.Now().Add(maxSendWait)); err != nil {
+	} else if err := a.await(ctx, chat, key, true, maxSendWait); err != nil {
 		// A prompt's last edit (its outcome, keyboard removed) is made once
 		// by core and never retried: wait for the budget like a Send.
 		return err
@@ -125,20 +124,17 @@ func (a *Adapter) markKeyboard(key string, on bool) {
 	}
 }
 
-// await takes one message from chat's budget, waiting until deadline at most.
-func (a *Adapter) await(ctx context.Context, chat int64, deadline time.Time) error {
-	for {
-		d := a.reserve(chat)
-		if d == 0 {
-			return nil
-		}
-		if time.Now().Add(d).After(deadline) {
-			return &core.RateLimitError{RetryAfter: d}
-		}
-		if err := pause.Sleep(ctx, d); err != nil {
-			return fmt.Errorf("telegram: wait for the chat's rate budget: %w", err)
-		}
+// await takes one message from chat's budget for caller (in its fair turn;
+// final first), waiting maxWait at most.
+func (a *Adapter) await(ctx context.Context, chat int64, caller string, final bool, maxWait time.Duration) error {
+	d, err := a.budget(chat).TakeWithin(ctx, caller, final, maxWait)
+	if err != nil {
+		return fmt.Errorf("telegram: %w", err)
 	}
+	if d > 0 {
+		return &core.RateLimitError{RetryAfter: d}
+	}
+	return nil
 }
 
 // textParams holds what sendMessage and editMessageText share.

@@ -22,9 +22,9 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
-	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/pace"
 	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
 )
@@ -105,8 +105,9 @@ type Adapter struct {
 	token string
 	self  tgbotapi.User
 
-	mu      sync.Mutex
-	budgets map[int64]*budget
+	mu     sync.Mutex
+	chats  *pace.Budgets // private chats' flood budgets, by chat id
+	groups *pace.Budgets // groups' flood budgets, by chat id
 	// keyboards holds "chat/message" of messages sent with buttons and
 	// not yet edited without them: permission prompts awaiting an answer.
 	keyboards map[string]struct{}
@@ -114,12 +115,6 @@ type Adapter struct {
 	draftSeq  int64
 	draftMu   sync.Mutex // serializes draft updates and their finishing
 	noDrafts  atomic.Bool
-}
-
-// budget is one chat's share of Telegram's flood limits.
-type budget struct {
-	lim     *rate.Limiter
-	blocked time.Time // a 429 said to wait until then
 }
 
 var (
@@ -163,7 +158,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), budgets: map[int64]*budget{}, drafts: map[int64]*draft{}, keyboards: map[string]struct{}{}}
+	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), chats: pace.NewBudgets(chatLimit), groups: pace.NewBudgets(groupLimit), drafts: map[int64]*draft{}, keyboards: map[string]struct{}{}}
 	// Built by hand rather than with NewBotAPIWithClient, which calls getMe.
 	// call gives each request its own context, so the template has no
 	// client.
@@ -305,52 +300,27 @@ func (a *Adapter) scrub(s string) string {
 	return strings.ReplaceAll(s, a.token, "<token>")
 }
 
-// chatBudget returns chat's flood budget: about one message a second in a
-// private chat, twenty a minute in a group.
-func (a *Adapter) chatBudget(chat int64) *budget {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	b := a.budgets[chat]
-	if b == nil {
-		lim := rate.NewLimiter(rate.Every(time.Second), 3)
-		if chat < 0 {
-			lim = rate.NewLimiter(rate.Every(3*time.Second), 5)
-		}
-		b = &budget{lim: lim}
-		a.budgets[chat] = b
+// Telegram's flood limits (core/pace keeps 10 % headroom): about one
+// message a second in a private chat, with short bursts, and twenty a
+// minute in a group.
+var (
+	chatLimit  = pace.Limit{N: 60, Per: time.Minute, Burst: 3}
+	groupLimit = pace.Limit{N: 20, Per: time.Minute, Burst: 2}
+)
+
+// budget returns chat's flood budget.
+func (a *Adapter) budget(chat int64) *pace.Budget {
+	key := strconv.FormatInt(chat, 10)
+	if chat < 0 {
+		return a.groups.Get(key)
 	}
-	return b
+	return a.chats.Get(key)
 }
 
-// reserve takes one message from chat's budget. When none is free now it
-// reports how long to wait and takes nothing.
-func (a *Adapter) reserve(chat int64) time.Duration {
-	b := a.chatBudget(chat)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := time.Now()
-	if d := b.blocked.Sub(now); d > 0 {
-		return d
-	}
-	r := b.lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return d
-	}
-	return 0
-}
-
-// blocked records a 429's retry_after for chat.
+// blocked holds chat's budget for a 429's retry_after.
 func (a *Adapter) blocked(chat int64, err error) {
-	ra, ok := core.RetryAfter(err)
-	if !ok {
-		return
-	}
-	b := a.chatBudget(chat)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if until := time.Now().Add(ra); until.After(b.blocked) {
-		b.blocked = until
+	if ra, ok := core.RetryAfter(err); ok {
+		a.budget(chat).Hold(time.Now().Add(ra))
 	}
 }
 

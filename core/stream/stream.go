@@ -330,7 +330,13 @@ func (s *Presenter) loop(ctx context.Context) error {
 
 		// Respect the cadence and any rate limit. New partials arriving
 		// meanwhile are coalesced: the text is recomputed after the wait.
-		if d := time.Until(nextWrite(lastOp, notBefore, interval)); d > 0 {
+		// The final text skips the cadence (nothing follows it to
+		// coalesce): it goes as soon as the platform's budget lets it.
+		cadence := interval
+		if final != nil {
+			cadence = 0
+		}
+		if d := time.Until(nextWrite(lastOp, notBefore, cadence)); d > 0 {
 			if err := pause.Sleep(ctx, d); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
@@ -348,7 +354,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 			isSend = len(sent) == 0
 			idx = 0
 		default:
-			post = core.Post{Text: want[idx], Plain: plainMode}
+			post = core.Post{Text: want[idx], Plain: plainMode, Final: final != nil}
 			isSend = idx >= len(sent)
 		}
 		var ref core.MessageRef
@@ -457,7 +463,11 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 			}
 			continue
 		}
-		if d := time.Until(nextWrite(lastOp, notBefore, interval)); d > 0 {
+		cadence := interval
+		if final != nil {
+			cadence = 0 // the end goes as soon as the budget lets it
+		}
+		if d := time.Until(nextWrite(lastOp, notBefore, cadence)); d > 0 {
 			if err := pause.Sleep(ctx, d); err != nil {
 				return appended, false, fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}

@@ -1,0 +1,298 @@
+// Package pace holds the rate budgets platform calls are paced by: one
+// Budget per platform limit (a Slack workspace's chat.update, a Discord
+// route bucket, a Telegram chat), shared fairly by every caller that wants
+// it.
+//
+// A Budget aims at Headroom of the documented or announced rate, so
+// scheduling jitter never earns a 429. Callers that want a call queue in
+// the order they first asked (round robin: a caller that just spent goes
+// to the back), except that a caller's final call (the last text of a
+// reply) goes before anyone's interim ones. A caller that is refused is
+// told when its turn comes (TryTake) and keeps its place while it comes
+// back then, so a streaming reply can coalesce the text that arrives
+// meanwhile; blocking callers use Take. Hold stops the budget until a
+// platform's Retry-After or an announced reset.
+package pace
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Headroom is the share of a platform's rate a Budget aims at: under it,
+// a few milliseconds of jitter never meet the platform's limit.
+const Headroom = 0.9
+
+// keepPlace is how long past its turn a queued caller keeps its place
+// without coming back (it may have given up; then the next one goes).
+const keepPlace = time.Second
+
+// Limit is a platform rate: N calls per Per, with bursts of up to Burst
+// calls at once (at least 1).
+type Limit struct {
+	N     int
+	Per   time.Duration
+	Burst int
+}
+
+// rate is the steady rate, in calls per second, that keeps any window of
+// l.Per at Headroom·N calls or fewer, bursts included.
+func (l Limit) rate() float64 {
+	burst := float64(max(l.Burst, 1))
+	n := Headroom*float64(l.N) - (burst - 1)
+	if n <= 0 {
+		n = Headroom * float64(l.N) / 2
+	}
+	return n / l.Per.Seconds()
+}
+
+// Budget is one platform rate budget. Its methods may be called from any
+// goroutine.
+type Budget struct {
+	mu     sync.Mutex
+	limit  Limit
+	rate   float64 // calls per second
+	burst  float64
+	tokens float64
+	last   time.Time // when tokens was computed
+	hold   time.Time // nothing goes before this (a 429, a spent bucket)
+	queue  []*waiter // callers that were refused, in the order they go
+}
+
+type waiter struct {
+	key   string
+	final bool
+	due   time.Time // when it was told to come back
+}
+
+// NewBudget returns a full budget for l.
+func NewBudget(l Limit) *Budget {
+	b := &Budget{}
+	b.set(l)
+	b.tokens = b.burst
+	return b
+}
+
+func (b *Budget) set(l Limit) {
+	if l.N <= 0 || l.Per <= 0 {
+		panic(fmt.Sprintf("pace: bad limit %d per %s", l.N, l.Per))
+	}
+	b.limit, b.rate, b.burst = l, l.rate(), float64(max(l.Burst, 1))
+}
+
+// SetLimit changes the budget's limit, e.g. to the one a platform announces
+// in its response headers; an invalid one is ignored.
+func (b *Budget) SetLimit(l Limit) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l == b.limit || l.N <= 0 || l.Per <= 0 {
+		return
+	}
+	b.refill(time.Now())
+	b.set(l)
+	b.tokens = min(b.tokens, b.burst)
+}
+
+// Hold stops the budget until until (a platform's Retry-After, or the reset
+// of a bucket it said is spent). An earlier until than the current hold
+// changes nothing.
+func (b *Budget) Hold(until time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if until.After(b.hold) {
+		b.hold = until
+	}
+}
+
+// Held reports how long the budget is still held (0: not held).
+func (b *Budget) Held() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return max(time.Until(b.hold), 0)
+}
+
+// Spent says the platform reported the budget's bucket as spent until
+// until (Discord's X-RateLimit-Remaining: 0 with its Reset-After): it holds
+// the budget and empties it, so the calls after the reset are paced again.
+func (b *Budget) Spent(until time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if until.After(b.hold) {
+		b.hold = until
+	}
+	b.refill(time.Now())
+	b.tokens = 0
+}
+
+// refill adds the tokens earned since the last call. b.mu is held.
+func (b *Budget) refill(now time.Time) {
+	if !b.last.IsZero() && now.After(b.last) {
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	}
+	if now.After(b.last) {
+		b.last = now
+	}
+}
+
+// TryTake takes one call for key if it is key's turn and returns 0;
+// otherwise it takes nothing, keeps key's place in the queue and returns
+// how long until key's turn. final marks the last call of key's work
+// (a reply's final text): it goes before every interim call. key names
+// the caller (a conversation): one key holds one place.
+func (b *Budget) TryTake(key string, final bool) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	b.refill(now)
+	b.expire(now)
+	pos := b.place(key, final)
+	// The first floor(tokens) callers in the queue may go now.
+	var wait time.Duration
+	if need := float64(pos+1) - b.tokens; need > 0 {
+		wait = time.Duration(need / b.rate * float64(time.Second))
+	}
+	if h := b.hold.Sub(now); h > 0 {
+		wait = max(wait, h+time.Duration(float64(pos)/b.rate*float64(time.Second)))
+	}
+	if wait > 0 {
+		b.queue[pos].due = now.Add(wait)
+		return wait
+	}
+	b.tokens--
+	b.queue = append(b.queue[:pos], b.queue[pos+1:]...)
+	return 0
+}
+
+// Take waits for key's turn and takes one call, or returns ctx's error.
+func (b *Budget) Take(ctx context.Context, key string, final bool) error {
+	_, err := b.TakeWithin(ctx, key, final, -1)
+	return err
+}
+
+// TakeWithin waits for key's turn if it comes within maxWait (negative:
+// however long) and takes one call, returning 0. If the turn is further
+// off it takes nothing and returns how long until it comes (key keeps its
+// place meanwhile, as with TryTake). It returns ctx's error if ctx ends
+// first.
+func (b *Budget) TakeWithin(ctx context.Context, key string, final bool, maxWait time.Duration) (time.Duration, error) {
+	deadline := time.Now().Add(maxWait)
+	for {
+		d := b.TryTake(key, final)
+		if d == 0 {
+			return 0, nil
+		}
+		if maxWait >= 0 && time.Now().Add(d).After(deadline) {
+			return d, nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			b.Leave(key)
+			return 0, fmt.Errorf("wait for the rate budget: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// Leave gives up key's place in the queue, if it has one.
+func (b *Budget) Leave(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, w := range b.queue {
+		if w.key == key {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			return
+		}
+	}
+}
+
+// place returns key's index in the queue, queueing it if needed: a final
+// call goes after the other final ones and before every interim one.
+// b.mu is held.
+func (b *Budget) place(key string, final bool) int {
+	for i, w := range b.queue {
+		if w.key != key {
+			continue
+		}
+		if !final || w.final {
+			return i
+		}
+		b.queue = append(b.queue[:i], b.queue[i+1:]...) // moves up below
+		break
+	}
+	at := len(b.queue)
+	if final {
+		at = 0
+		for at < len(b.queue) && b.queue[at].final {
+			at++
+		}
+	}
+	b.queue = append(b.queue, nil)
+	copy(b.queue[at+1:], b.queue[at:])
+	b.queue[at] = &waiter{key: key, final: final}
+	return at
+}
+
+// expire drops callers that did not come back within keepPlace of their
+// turn. b.mu is held.
+func (b *Budget) expire(now time.Time) {
+	kept := b.queue[:0]
+	for _, w := range b.queue {
+		if w.due.IsZero() || now.Sub(w.due) <= keepPlace {
+			kept = append(kept, w)
+		}
+	}
+	clear(b.queue[len(kept):])
+	b.queue = kept
+}
+
+// Budgets is a set of budgets of one limit, one per key (a workspace, a
+// channel, a route), made on first use. A set grown past a bound forgets
+// its idle budgets.
+type Budgets struct {
+	limit Limit
+	mu    sync.Mutex
+	m     map[string]*Budget
+}
+
+// maxBudgets bounds a Budgets set; past it, full idle budgets are dropped.
+const maxBudgets = 10000
+
+// NewBudgets returns an empty set whose budgets start at l.
+func NewBudgets(l Limit) *Budgets {
+	NewBudget(l) // check l now, not on first use
+	return &Budgets{limit: l, m: map[string]*Budget{}}
+}
+
+// Get returns key's budget.
+func (s *Budgets) Get(key string) *Budget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.m[key]
+	if b == nil {
+		if len(s.m) >= maxBudgets {
+			s.forgetIdle()
+		}
+		b = NewBudget(s.limit)
+		s.m[key] = b
+	}
+	return b
+}
+
+// forgetIdle drops the budgets nobody waits for that are full again (a
+// new one would be the same). s.mu is held.
+func (s *Budgets) forgetIdle() {
+	now := time.Now()
+	for k, b := range s.m {
+		b.mu.Lock()
+		b.refill(now)
+		idle := len(b.queue) == 0 && b.tokens >= b.burst && !b.hold.After(now)
+		b.mu.Unlock()
+		if idle {
+			delete(s.m, k)
+		}
+	}
+}

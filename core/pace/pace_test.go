@@ -1,0 +1,178 @@
+package pace_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core/pace"
+)
+
+// spender calls TryTake like a streaming reply: when refused it sleeps as
+// told and asks again; after a call it asks again at once (it always has
+// new text). It records when it was granted.
+func spender(b *pace.Budget, key string, until time.Time, mu *sync.Mutex, grants map[string][]time.Time) {
+	for time.Now().Before(until) {
+		if d := b.TryTake(key, false); d > 0 {
+			time.Sleep(d)
+			continue
+		}
+		mu.Lock()
+		grants[key] = append(grants[key], time.Now())
+		mu.Unlock()
+		time.Sleep(time.Millisecond) // the platform call
+	}
+}
+
+// TestHeadroomUseAndFairness: ten streams sharing Slack's chat.update
+// budget (50 a minute) never exceed 90 % of it in any minute, use at least
+// 80 % of it, and none waits more than twice its fair share.
+func TestHeadroomUseAndFairness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := pace.Limit{N: 50, Per: time.Minute, Burst: 3}
+		b := pace.NewBudget(lim)
+		const streams = 10
+		const run = 5 * time.Minute
+		start := time.Now()
+		var mu sync.Mutex
+		grants := map[string][]time.Time{}
+		var wg sync.WaitGroup
+		for i := range streams {
+			wg.Go(func() { spender(b, fmt.Sprint("s", i), start.Add(run), &mu, grants) })
+		}
+		wg.Wait()
+		var all []time.Time
+		for _, g := range grants {
+			all = append(all, g...)
+		}
+		// Any minute-long window: at most 45 calls.
+		for _, t0 := range all {
+			n := 0
+			for _, t1 := range all {
+				if !t1.Before(t0) && t1.Sub(t0) < time.Minute {
+					n++
+				}
+			}
+			if n > 45 {
+				t.Fatalf("%d calls in the minute from +%v; want ≤ 45 (90 %% of 50)", n, t0.Sub(start))
+			}
+		}
+		used := float64(len(all)) / (run.Minutes() * 50)
+		if used < 0.8 {
+			t.Errorf("used %.0f %% of the budget; want ≥ 80 %%", used*100)
+		}
+		fair := time.Duration(float64(streams) / (float64(len(all)) / run.Seconds()) * float64(time.Second))
+		for k, g := range grants {
+			prev := start
+			for _, at := range g {
+				if gap := at.Sub(prev); gap > 2*fair {
+					t.Errorf("%s waited %v between calls; fair share is %v", k, gap, fair)
+				}
+				prev = at
+			}
+		}
+		t.Logf("%d calls in %v (%.0f %% of the budget), fair share %v", len(all), run, used*100, fair)
+	})
+}
+
+// TestFinalGoesFirst: a reply's final call goes before interim calls that
+// queued earlier.
+func TestFinalGoesFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := pace.NewBudget(pace.Limit{N: 10, Per: 10 * time.Second, Burst: 1})
+		if d := b.TryTake("a", false); d != 0 {
+			t.Fatalf("first call waits %v", d)
+		}
+		b.TryTake("b", false)
+		b.TryTake("c", false)
+		wf := b.TryTake("f", true)
+		wb, wc := b.TryTake("b", false), b.TryTake("c", false)
+		if !(wf < wb && wb < wc) {
+			t.Fatalf("waits: final %v, interim b %v, c %v; want final first, then b, then c", wf, wb, wc)
+		}
+		time.Sleep(wf)
+		if d := b.TryTake("f", true); d != 0 {
+			t.Fatalf("final refused at its turn: wait %v", d)
+		}
+		if d := b.TryTake("c", false); d == 0 {
+			t.Fatal("c went before b")
+		}
+	})
+}
+
+// TestHoldAndSpent: nothing goes before a hold ends, and a spent bucket is
+// paced again after its reset.
+func TestHoldAndSpent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := pace.NewBudget(pace.Limit{N: 5, Per: 5 * time.Second, Burst: 1})
+		start := time.Now()
+		b.Hold(start.Add(3 * time.Second))
+		if err := b.Take(t.Context(), "a", false); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(start); got < 3*time.Second {
+			t.Fatalf("took after %v; the hold lasts 3s", got)
+		}
+		b.Spent(time.Now().Add(2 * time.Second))
+		at := time.Now()
+		b.Take(t.Context(), "a", false)
+		if got := time.Since(at); got < 2*time.Second {
+			t.Fatalf("took %v after the bucket was spent for 2s", got)
+		}
+	})
+}
+
+// TestRefusedCallerKeepsItsPlace: a caller told to wait is not overtaken by
+// one that asks later, and gives up its place if it never comes back.
+func TestRefusedCallerKeepsItsPlace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := pace.NewBudget(pace.Limit{N: 1, Per: time.Second, Burst: 1})
+		b.TryTake("x", false)
+		da := b.TryTake("a", false)
+		if da == 0 {
+			t.Fatal("a went with the budget spent")
+		}
+		time.Sleep(da)
+		if d := b.TryTake("late", false); d == 0 {
+			t.Fatal("a caller asking later went before a, whose turn it was")
+		}
+		if d := b.TryTake("a", false); d != 0 {
+			t.Fatalf("a refused at its turn: %v", d)
+		}
+		// "gone" queues and never comes back: after keepPlace, the next goes.
+		time.Sleep(2 * time.Second)
+		b.TryTake("x", false)
+		dg := b.TryTake("gone", false)
+		time.Sleep(dg + 2*time.Second)
+		if d := b.TryTake("y", false); d != 0 {
+			t.Fatalf("y waits %v behind a caller that left", d)
+		}
+	})
+}
+
+func TestTakeEndsWithContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := pace.NewBudget(pace.Limit{N: 1, Per: time.Hour, Burst: 1})
+		b.TryTake("x", false)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if err := b.Take(ctx, "a", false); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Take = %v, want the context's deadline", err)
+		}
+	})
+}
+
+func TestBudgetsPerKey(t *testing.T) {
+	s := pace.NewBudgets(pace.Limit{N: 1, Per: time.Hour, Burst: 1})
+	if s.Get("w1") != s.Get("w1") || s.Get("w1") == s.Get("w2") {
+		t.Fatal("want one budget per key")
+	}
+	s.Get("w1").TryTake("a", false)
+	if d := s.Get("w2").TryTake("a", false); d != 0 {
+		t.Fatalf("w2 waits %v for w1's budget", d)
+	}
+}
