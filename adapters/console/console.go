@@ -454,6 +454,18 @@ func (a *Adapter) Notify(ctx context.Context, conv core.ConversationKey, user co
 	return nil
 }
 
+// Redraw shows the prompt (and the line being typed) again on a fresh
+// line, for when the terminal was handed back after something else used
+// it (fg after Ctrl-Z): what the adapter printed before is no longer where
+// it was, so nothing printed earlier is edited in place any more.
+func (a *Adapter) Redraw() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.promptShown, a.lineStart, a.tail = false, true, ""
+	a.begin("", "")
+	a.showPromptLocked()
+}
+
 // End finishes the output when nothing more will be printed: it ends the
 // last line (after the prompt, if shown), so whatever the terminal shows
 // next starts on a line of its own.

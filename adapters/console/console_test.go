@@ -978,6 +978,15 @@ func TestEcho(t *testing.T) {
 		keys("\x05\x15")
 		want += "\r\x1b[J" + "you> abcdefg \r" + "\r\x1b[1A\x1b[J" + "you> "
 		check("Ctrl-E, Ctrl-U")
+		// After fg the terminal's screen is not the adapter's any more: the
+		// prompt and the line are drawn anew, not erased first.
+		keys("ok")
+		want += "\r\x1b[Kyou> o" + "\r\x1b[Kyou> ok"
+		a.Redraw()
+		want += "you> ok"
+		check("Redraw")
+		keys("\x15")
+		want += "\r\x1b[Kyou> "
 		// Ctrl-D on an empty line ends the input; End ends the last line.
 		keys("\x04")
 		if err := <-done; err != nil {

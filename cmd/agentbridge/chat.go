@@ -93,6 +93,16 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	adapter := console.New(stdin, stdout, opts)
+	if f, ok := stdin.(*os.File); ok && opts.Echo {
+		// After Ctrl-Z and fg the shell has put the terminal back in line
+		// mode: set character mode again and draw the prompt anew.
+		stop := onContinue(func() {
+			if _, err := characterMode(int(f.Fd())); err == nil {
+				adapter.Redraw()
+			}
+		})
+		defer stop()
+	}
 	eng := engine.New(st, &engine.Settings{
 		Platforms: map[string]engine.PlatformSettings{
 			adapter.Name(): {Scope: core.ScopeChannel, Prefix: "/", AllowUsers: []string{"*"}},

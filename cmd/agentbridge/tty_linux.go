@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,4 +25,29 @@ func characterMode(fd int) (restore func(), err error) {
 		return nil, fmt.Errorf("set terminal mode: %w", err)
 	}
 	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }, nil
+}
+
+// onContinue calls fn each time the process is continued after a stop
+// (SIGCONT: fg after Ctrl-Z) until the returned stop is called, which
+// waits for the watching goroutine to end.
+func onContinue(fn func()) (stop func()) {
+	cont := make(chan os.Signal, 1)
+	signal.Notify(cont, syscall.SIGCONT)
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-cont:
+				fn()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(cont)
+		close(done)
+		<-ended
+	}
 }

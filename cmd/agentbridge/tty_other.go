@@ -8,3 +8,6 @@ import "errors"
 func characterMode(fd int) (restore func(), err error) {
 	return nil, errors.New("character mode is implemented for Linux only")
 }
+
+// onContinue is Linux-only with characterMode: nothing to watch elsewhere.
+func onContinue(fn func()) (stop func()) { return func() {} }
