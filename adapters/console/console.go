@@ -293,7 +293,11 @@ func (a *Adapter) handleLine(ctx context.Context, h core.Handler, line string) {
 		// agent, which could not read it before the answer anyway.
 		a.freshLine()
 		a.begin("", "")
-		a.write("  Please answer " + reask.keyLine() + " (or y / n), or send a /command.\n")
+		words := ""
+		if slices.ContainsFunc(reask.buttons, func(b core.Button) bool { return b.Answer != 0 }) {
+			words = " (or y / n)" // a permission prompt: ParseAnswer's words work too
+		}
+		a.write("  Please answer " + reask.keyLine() + words + ", or send a /command.\n")
 		a.schedulePromptLocked()
 		a.mu.Unlock()
 		return

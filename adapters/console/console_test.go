@@ -198,7 +198,7 @@ func TestButtonKeysMakeActions(t *testing.T) {
 	if act, ok := s.next(t).(core.Action); !ok || act.Value != "new" {
 		t.Errorf("key of the newest prompt: %+v, want its action", act)
 	}
-	if n := strings.Count(s.out.String(), "Please answer [N]o"); n != 1 {
+	if n := strings.Count(s.out.String(), "Please answer [N]o, or send a /command."); n != 1 {
 		t.Errorf("the older prompt's key asked again %d times, want 1; output %q", n, s.out.String())
 	}
 	_ = old
