@@ -559,6 +559,12 @@ func TestDraftErrors(t *testing.T) {
 	if err := e.ad.Edit(ctx, core.MessageRef{Conv: dm, ID: "draft-999"}, core.Post{Text: "x"}); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("Edit of an unknown draft = %v; want ErrNotFound", err)
 	}
+	// Nor is a draft of another chat with the same id (a stale ref from
+	// before a restart, when ids began again).
+	other := core.MessageRef{Conv: core.ConversationKey{Platform: "telegram", Channel: "1002"}, ID: ref.ID}
+	if err := e.ad.Edit(ctx, other, core.Post{Text: "x"}); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("Edit of another chat's draft id = %v; want ErrNotFound", err)
+	}
 	// Putting buttons on a draft turns it into a real message at once.
 	if err := e.ad.Edit(ctx, ref, core.Post{Text: "<b>fine</b>", Buttons: []core.Button{{Label: "OK", Value: "v"}}}); err != nil {
 		t.Fatal(err)

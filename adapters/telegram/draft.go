@@ -108,8 +108,11 @@ func (a *Adapter) editDraft(ctx context.Context, ref core.MessageRef, p core.Pos
 	d := a.drafts[id]
 	a.mu.Unlock()
 	switch {
-	case d == nil:
-		return core.ErrNotFound // a draft from before a restart is gone
+	case d == nil, d.conv != ref.Conv:
+		// A draft from before a restart is gone. Ids restart with the
+		// process, so a stale ref (a crash recovery's) can name a new draft:
+		// never one of another conversation.
+		return core.ErrNotFound
 	case d.real != "":
 		return a.editMessage(ctx, core.MessageRef{Conv: ref.Conv, ID: d.real}, p)
 	case len(p.Buttons) > 0:
