@@ -168,7 +168,8 @@ func TestTakeEndsWithContext(t *testing.T) {
 
 func TestBudgetsPerKey(t *testing.T) {
 	s := pace.NewBudgets(pace.Limit{N: 1, Per: time.Hour, Burst: 1})
-	if s.Get("w1") != s.Get("w1") || s.Get("w1") == s.Get("w2") {
+	first := s.Get("w1")
+	if s.Get("w1") != first || first == s.Get("w2") {
 		t.Fatal("want one budget per key")
 	}
 	s.Get("w1").TryTake("a", false)
