@@ -150,7 +150,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	}
 	sess.ShouldRetryOnRateLimit = false // our budgets and the presenter wait instead
 	sess.ShouldReconnectOnError = false // Run reconnects, and stops on fatal closes
-	sess.SyncEvents = true              // handlers only enqueue; order per channel is ours
+	sess.SyncEvents = true              // handlers hand events to core in gateway order (see inbound)
 	sess.StateEnabled = true
 	sess.LogLevel = -1 // discordgo logs through the global log package; we log ourselves
 	sess.Identify.Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages
