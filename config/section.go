@@ -28,6 +28,22 @@ type Kind struct {
 	NewAdapter func(s Section, deps Deps) (core.Platform, error)
 }
 
+// NewKind is the Kind of a platform whose sections are S: newAdapter is
+// given the section as the S that newSection made.
+func NewKind[S Section, P core.Platform](name string, newSection func() S, newAdapter func(S, Deps) (P, error)) Kind {
+	return Kind{
+		Name:       name,
+		NewSection: func() Section { return newSection() },
+		NewAdapter: func(s Section, deps Deps) (core.Platform, error) {
+			p, err := newAdapter(s.(S), deps)
+			if err != nil {
+				return nil, err // not a nil P in a non-nil core.Platform
+			}
+			return p, nil
+		},
+	}
+}
+
 // Section is one account's settings: the settings every platform shares
 // and the platform's own, which it declares and checks itself.
 type Section interface {

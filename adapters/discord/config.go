@@ -7,15 +7,9 @@ import (
 
 // Kind is the discord section of the bridge's config file and the factory
 // of its adapter; a discord/NAME section is another bot.
-var Kind = config.Kind{
-	Name: Name,
-	NewSection: func() config.Section {
-		return &Config{Platform: config.Platform{SessionScope: core.ScopeThread, CommandPrefix: defaultPrefix, MaxFileBytes: 20 << 20}}
-	},
-	NewAdapter: func(s config.Section, deps config.Deps) (core.Platform, error) {
-		return fromConfig(s.(*Config), deps)
-	},
-}
+var Kind = config.NewKind(Name, func() *Config {
+	return &Config{Platform: config.Platform{SessionScope: core.ScopeThread, CommandPrefix: defaultPrefix, MaxFileBytes: 20 << 20}}
+}, fromConfig)
 
 // Config is one discord section.
 type Config struct {

@@ -9,19 +9,13 @@ import (
 
 // Kind is the slack section of the bridge's config file and the factory of
 // its adapter; a slack/NAME section is another app or workspace.
-var Kind = config.Kind{
-	Name: Name,
-	NewSection: func() config.Section {
-		return &Config{
-			Platform:     config.Platform{SessionScope: core.ScopeThread, CommandPrefix: "!", MaxFileBytes: 20 << 20},
-			Mode:         ModeSocket,
-			EventsListen: ":3000",
-		}
-	},
-	NewAdapter: func(s config.Section, deps config.Deps) (core.Platform, error) {
-		return fromConfig(s.(*Config), deps)
-	},
-}
+var Kind = config.NewKind(Name, func() *Config {
+	return &Config{
+		Platform:     config.Platform{SessionScope: core.ScopeThread, CommandPrefix: "!", MaxFileBytes: 20 << 20},
+		Mode:         ModeSocket,
+		EventsListen: ":3000",
+	}
+}, fromConfig)
 
 // Config is one slack section.
 type Config struct {

@@ -9,20 +9,14 @@ import (
 
 // Kind is the telegram section of the bridge's config file and the factory
 // of its adapter; a telegram/NAME section is another bot.
-var Kind = config.Kind{
-	Name: Name,
-	NewSection: func() config.Section {
-		return &Config{
-			Platform:     config.Platform{SessionScope: core.ScopeThread, CommandPrefix: "/", MaxFileBytes: maxDownload},
-			Mode:         ModePolling,
-			GroupTrigger: TriggerMention,
-			Drafts:       true,
-		}
-	},
-	NewAdapter: func(s config.Section, deps config.Deps) (core.Platform, error) {
-		return fromConfig(s.(*Config), deps)
-	},
-}
+var Kind = config.NewKind(Name, func() *Config {
+	return &Config{
+		Platform:     config.Platform{SessionScope: core.ScopeThread, CommandPrefix: "/", MaxFileBytes: maxDownload},
+		Mode:         ModePolling,
+		GroupTrigger: TriggerMention,
+		Drafts:       true,
+	}
+}, fromConfig)
 
 // Config is one telegram section.
 type Config struct {
