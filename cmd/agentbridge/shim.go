@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentbridge/agentbridge/profiles/shim"
 	"github.com/agentbridge/agentbridge/profiles/shim/claude"
 	"github.com/agentbridge/agentbridge/profiles/shim/codex"
 	"github.com/agentbridge/agentbridge/profiles/shim/gemini"
@@ -26,15 +27,6 @@ var shims = map[string]shimRun{
 	"codex":  codex.Run,
 	"gemini": gemini.Run,
 }
-
-// shimFailed lists the sentinel each shim returns after writing an error
-// event: the message is already on stdout, only the status is left.
-var shimFailed = []error{claude.ErrTurnFailed, codex.ErrTurnFailed, gemini.ErrTurnFailed}
-
-// shimCannotStart lists the sentinel each shim adds when its CLI could
-// not be started: the shim then exits 127, like a shell for a command it
-// cannot find, and `agentbridge run` passes that on.
-var shimCannotStart = []error{claude.ErrCannotStart, codex.ErrCannotStart, gemini.ErrCannotStart}
 
 // cmdShim runs a CLI shim: an adapter that makes an agent CLI speak
 // AgentProc 0.4. Profiles run it as `agentbridge shim NAME [FLAGS] [-- CLI ARGS]`.
@@ -60,15 +52,13 @@ func cmdShim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the shim printed its usage
 	}
-	for _, missing := range shimCannotStart {
-		if errors.Is(err, missing) {
-			return exitCode(127)
-		}
-	}
-	for _, failed := range shimFailed {
-		if errors.Is(err, failed) {
-			return exitCode(1)
-		}
+	switch {
+	case errors.Is(err, shim.ErrCannotStart):
+		// Like a shell for a command it cannot find; `agentbridge run`
+		// passes it on.
+		return exitCode(127)
+	case errors.Is(err, shim.ErrTurnFailed):
+		return exitCode(1) // the message is already on stdout
 	}
 	if err != nil && ctx.Err() != nil {
 		return exitCode(143) // stopped by SIGTERM/SIGINT: the bridge reports the stop

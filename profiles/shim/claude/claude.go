@@ -19,14 +19,6 @@ import (
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 )
 
-// ErrTurnFailed is returned by Run when the turn ended with an error event
-// (already written to stdout); the caller only sets a failing exit status.
-var ErrTurnFailed = shimio.ErrTurnFailed
-
-// ErrCannotStart is returned by Run (with ErrTurnFailed) when the CLI
-// could not be started, e.g. it is not on PATH.
-var ErrCannotStart = shimio.ErrCannotStart
-
 // flavor is what differs between the CLIs speaking Claude's stream-json.
 type flavor struct {
 	name    string // shim name, for messages
@@ -99,7 +91,7 @@ var qwenFlavor = flavor{
 // unchanged (e.g. --model, --permission-mode, --allowedTools). environ is
 // the CLI's environment; its PATH is searched for the binary.
 //
-// It returns nil after a result, ErrTurnFailed (wrapped) after an error
+// It returns nil after a result, shim.ErrTurnFailed (wrapped) after an error
 // event, or ctx's error when stopped. It does not wait for stdin to end:
 // with permission on, a reader of stdin lives until the bridge closes it.
 func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/agentbridge/agentbridge/profiles/shim"
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimtest"
 )
@@ -264,7 +265,7 @@ func TestMissingCLI(t *testing.T) {
 		if diff := cmp.Diff(want, res.Events); diff != "" {
 			t.Errorf("events (-want +got):\n%s", diff)
 		}
-		if !errors.Is(res.Err, ErrTurnFailed) || !errors.Is(res.Err, ErrCannotStart) {
+		if !errors.Is(res.Err, shim.ErrTurnFailed) || !errors.Is(res.Err, shim.ErrCannotStart) {
 			t.Errorf("Run error = %v, want ErrTurnFailed and ErrCannotStart (exit 127)", res.Err)
 		}
 	}

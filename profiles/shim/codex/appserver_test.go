@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentbridge/agentbridge/profiles/shim"
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimtest"
 )
@@ -139,7 +140,7 @@ func TestAppServerReplay(t *testing.T) {
 			if diff := cmp.Diff(tt.argv, fake.Args(t)); diff != "" {
 				t.Errorf("codex argv (-want +got):\n%s", diff)
 			}
-			if got := errors.Is(res.Err, ErrTurnFailed); got != tt.failed || (!tt.failed && res.Err != nil) {
+			if got := errors.Is(res.Err, shim.ErrTurnFailed); got != tt.failed || (!tt.failed && res.Err != nil) {
 				t.Errorf("Run error = %v, want failed=%v\nstderr:\n%s", res.Err, tt.failed, res.Stderr)
 			}
 		})

@@ -18,14 +18,6 @@ import (
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 )
 
-// ErrTurnFailed is returned by Run when the turn ended with an error event
-// (already written to stdout); the caller only sets a failing exit status.
-var ErrTurnFailed = shimio.ErrTurnFailed
-
-// ErrCannotStart is returned by Run (with ErrTurnFailed) when the CLI
-// could not be started, e.g. it is not on PATH.
-var ErrCannotStart = shimio.ErrCannotStart
-
 var cli = shimio.CLI{Bin: "codex", Install: "npm i -g @openai/codex",
 	// codex 0.171.0: exec's stderr "Error: thread/resume: thread/resume
 	// failed: no rollout found for thread id …", and app-server's
@@ -47,7 +39,7 @@ var cli = shimio.CLI{Bin: "codex", Install: "npm i -g @openai/codex",
 // -c model=...). environ is codex's environment; its PATH is searched for
 // the binary.
 //
-// It returns nil after a result, ErrTurnFailed (wrapped) after an error
+// It returns nil after a result, shim.ErrTurnFailed (wrapped) after an error
 // event, or ctx's error when stopped. With permission on it does not wait
 // for stdin to end: a reader of stdin lives until the bridge closes it.
 func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {

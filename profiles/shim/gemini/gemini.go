@@ -15,14 +15,6 @@ import (
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 )
 
-// ErrTurnFailed is returned by Run when the turn ended with an error event
-// (already written to stdout); the caller only sets a failing exit status.
-var ErrTurnFailed = shimio.ErrTurnFailed
-
-// ErrCannotStart is returned by Run (with ErrTurnFailed) when the CLI
-// could not be started, e.g. it is not on PATH.
-var ErrCannotStart = shimio.ErrCannotStart
-
 var cli = shimio.CLI{Bin: "gemini", Install: "npm i -g @google/gemini-cli",
 	// gemini 0.61.0 exits 42 with "Error resuming session: Invalid session
 	// identifier …" (or "…: No previous sessions found for this
@@ -42,7 +34,7 @@ var cli = shimio.CLI{Bin: "gemini", Install: "npm i -g @google/gemini-cli",
 // and flags passed to gemini unchanged (e.g. -m MODEL, --approval-mode
 // auto_edit). environ is gemini's environment; its PATH is searched.
 //
-// It returns nil after a result, ErrTurnFailed (wrapped) after an error
+// It returns nil after a result, shim.ErrTurnFailed (wrapped) after an error
 // event, or ctx's error when stopped.
 func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, environ []string) error {
 	em := shimio.NewEmitter(stdout)

@@ -24,6 +24,7 @@ import (
 	"github.com/agentbridge/agentbridge/internal/execpath"
 	"github.com/agentbridge/agentbridge/internal/lines"
 	"github.com/agentbridge/agentbridge/internal/tail"
+	"github.com/agentbridge/agentbridge/profiles/shim"
 )
 
 // MaxLineBytes is the longest CLI stdout line a shim reads; a longer line
@@ -569,26 +570,21 @@ func Attempts(em *Emitter, stderr io.Writer, name, resume string, attempt func(r
 // Launch starts the CLI; when it cannot, it reports why as the turn's
 // error event (the one clear "not found on PATH — install with …" for a
 // missing CLI) and returns that error.
-// The error also matches ErrCannotStart.
+// The error also matches shim.ErrCannotStart.
 func Launch(ctx context.Context, em *Emitter, c CLI, args, environ []string, stderr io.Writer) (*Proc, error) {
 	p, err := start(ctx, em, c, args, environ, stderr)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return nil, errors.Join(em.Fail(c.NotFoundMessage()), ErrCannotStart)
+		return nil, errors.Join(em.Fail(c.NotFoundMessage()), shim.ErrCannotStart)
 	case err != nil:
-		return nil, errors.Join(em.Fail(fmt.Sprintf("%s could not start: %v", c.Bin, err)), ErrCannotStart)
+		return nil, errors.Join(em.Fail(fmt.Sprintf("%s could not start: %v", c.Bin, err)), shim.ErrCannotStart)
 	}
 	return p, nil
 }
 
-// ErrCannotStart marks a turn that failed because the CLI could not be
-// started (missing from PATH, say): `agentbridge shim` exits 127 for it,
-// as a shell does for a command it cannot find.
-var ErrCannotStart = errors.New("the CLI could not start")
-
 // Finish ends the turn once the CLI's stdout was read (readErr is what
 // reading it returned): it waits for the CLI to exit and returns nil after
-// a result, ErrTurnFailed (wrapped) after an error event, or ctx's error
+// a result, shim.ErrTurnFailed (wrapped) after an error event, or ctx's error
 // when the bridge stopped the turn (the bridge reports that itself). A CLI
 // that ended without a terminal event gets an error event: explain's
 // message for its exit code when it has one (nil or "" otherwise), else
@@ -601,7 +597,7 @@ func (p *Proc) Finish(ctx context.Context, em *Emitter, c CLI, readErr error, ex
 	case readErr != nil:
 		return em.Fail(fmt.Sprintf("%s: %v", c.Bin, readErr))
 	case em.Ended() && em.Errored():
-		return ErrTurnFailed
+		return shim.ErrTurnFailed
 	case em.Ended():
 		return nil
 	case p.Resuming && code != 0 && !em.Wrote() && c.Lost(p.StderrTail()):
@@ -692,16 +688,11 @@ func lookPath(bin string, environ []string) (string, error) {
 	return path, nil
 }
 
-// ErrTurnFailed is returned by a shim's Run when the turn ended with an
-// error event: the message was already written to stdout, so the caller
-// only sets the exit status.
-var ErrTurnFailed = errors.New("turn failed")
-
-// Fail writes msg as the turn's error event and returns ErrTurnFailed
+// Fail writes msg as the turn's error event and returns shim.ErrTurnFailed
 // wrapped with msg.
 func (e *Emitter) Fail(msg string) error {
 	if err := e.Error(msg, nil); err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: %s", ErrTurnFailed, msg)
+	return fmt.Errorf("%w: %s", shim.ErrTurnFailed, msg)
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
+	"github.com/agentbridge/agentbridge/profiles/shim"
 )
 
 // Replay is one recorded CLI session played through a shim by a fake CLI.
@@ -21,7 +21,7 @@ type Replay struct {
 	Want    []map[string]any                        // the AgentProc events expected
 	Argv    []string                                // the arguments the CLI must get (its last start)
 	Before  [][]string                              // the arguments of earlier starts, when the shim restarts the CLI
-	Failed  bool                                    // Run must return ErrTurnFailed
+	Failed  bool                                    // Run must return shim.ErrTurnFailed
 }
 
 // RunReplays plays each case through run against a fake CLI named cli and
@@ -41,7 +41,7 @@ func RunReplays(t *testing.T, cli string, run RunFunc, base map[string]any, case
 			if diff := cmp.Diff(append(append([][]string{}, tc.Before...), tc.Argv), fake.Starts(t)); diff != "" {
 				t.Errorf("%s argv of each start (-want +got):\n%s", cli, diff)
 			}
-			if got := errors.Is(res.Err, shimio.ErrTurnFailed); got != tc.Failed || (!tc.Failed && res.Err != nil) {
+			if got := errors.Is(res.Err, shim.ErrTurnFailed); got != tc.Failed || (!tc.Failed && res.Err != nil) {
 				t.Errorf("Run error = %v, want failed=%v", res.Err, tc.Failed)
 			}
 		})
