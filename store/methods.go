@@ -14,20 +14,11 @@ import (
 // ActiveSession returns the active session name of conv, "" when none was
 // chosen yet.
 func (s *Store) ActiveSession(ctx context.Context, conv core.ConversationKey) (string, error) {
-	var name string
-	err := s.view(ctx, "active session", func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketActive).Get(convKey(conv))
-		if v == nil {
-			return nil
-		}
-		var rec activeRec
-		if err := decode(v, &rec); err != nil {
-			return err
-		}
-		name = rec.Name
-		return nil
-	})
-	return name, err
+	var rec activeRec
+	if _, err := s.lookup(ctx, "active session", bucketActive, convKey(conv), &rec); err != nil {
+		return "", err
+	}
+	return rec.Name, nil
 }
 
 // SetActiveSession makes name the active session of conv; "" forgets the
@@ -47,20 +38,13 @@ func (s *Store) SetActiveSession(ctx context.Context, conv core.ConversationKey,
 }
 
 // Session returns conv's session called name; ok is false if there is none.
-func (s *Store) Session(ctx context.Context, conv core.ConversationKey, name string) (sess core.Session, ok bool, err error) {
-	err = s.view(ctx, "session", func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketSessions).Get(sessionKey(conv, name))
-		if v == nil {
-			return nil
-		}
-		var rec sessionRec
-		if err := decode(v, &rec); err != nil {
-			return err
-		}
-		sess, ok = rec.session(), true
-		return nil
-	})
-	return sess, ok, err
+func (s *Store) Session(ctx context.Context, conv core.ConversationKey, name string) (core.Session, bool, error) {
+	var rec sessionRec
+	found, err := s.lookup(ctx, "session", bucketSessions, sessionKey(conv, name), &rec)
+	if !found || err != nil {
+		return core.Session{}, false, err
+	}
+	return rec.session(), true, nil
 }
 
 // PutSession creates or replaces conv's session sess.Name.
@@ -304,20 +288,25 @@ func (s *Store) Journal(ctx context.Context) ([]core.JournalEntry, error) {
 
 // Cursor returns the adapter position saved under name, "" when none.
 func (s *Store) Cursor(ctx context.Context, name string) (string, error) {
-	var value string
-	err := s.view(ctx, "cursor", func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketCursors).Get([]byte(name))
+	var rec cursorRec
+	if _, err := s.lookup(ctx, "cursor", bucketCursors, []byte(name), &rec); err != nil {
+		return "", err
+	}
+	return rec.Value, nil
+}
+
+// lookup decodes the record stored under key in bucket into rec; found is
+// false when there is none.
+func (s *Store) lookup(ctx context.Context, op string, bucket, key []byte, rec versioned) (found bool, err error) {
+	err = s.view(ctx, op, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucket).Get(key)
 		if v == nil {
 			return nil
 		}
-		var rec cursorRec
-		if err := decode(v, &rec); err != nil {
-			return err
-		}
-		value = rec.Value
-		return nil
+		found = true
+		return decode(v, rec)
 	})
-	return value, err
+	return found, err
 }
 
 // SetCursor saves an adapter position under name, which must not be empty.

@@ -152,15 +152,13 @@ func (t *turn) at(format string, args ...any) string {
 	return "[" + t.plan.name + "] " + fmt.Sprintf(format, args...)
 }
 
-// errored reports whether the turn has an error event.
-func (t *turn) errored() bool {
-	for _, e := range t.events() {
-		if e.kind == agentproc.KindError {
-			return true
-		}
-	}
-	return false
+// has reports whether the turn has an event of kind.
+func (t *turn) has(kind string) bool {
+	return slices.ContainsFunc(t.events(), func(e event) bool { return e.kind == kind })
 }
+
+// errored reports whether the turn has an error event.
+func (t *turn) errored() bool { return t.has(agentproc.KindError) }
 
 // succeeded: the agent ended on its own, exit 0, no error event.
 func (t *turn) succeeded() bool {
@@ -680,14 +678,7 @@ func (t *turn) unanswerable() bool {
 }
 
 // asks reports whether the turn has a permission_request event.
-func (t *turn) asks() bool {
-	for _, e := range t.events() {
-		if e.kind == agentproc.KindPermissionRequest {
-			return true
-		}
-	}
-	return false
-}
+func (t *turn) asks() bool { return t.has(agentproc.KindPermissionRequest) }
 
 // allowed reports whether the turn has a permission request the checker
 // allowed (a malformed one is denied at once, as the bridge does).
