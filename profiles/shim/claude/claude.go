@@ -133,16 +133,16 @@ func attempt(ctx context.Context, fl flavor, st shimio.Setup, resume string, em 
 		return err
 	}
 	p.Resuming = resume != ""
-	s := newSession(fl, cli, turn, resume != "", em, &ctlWriter{w: p.Stdin}, stderr)
+	s := newSession(fl, cli, turn, resume != "", em, shimio.NewStdinWriter(p.Stdin), stderr)
 	b.attach(s)
 	if fl.initReq {
-		s.ctl.send(map[string]any{"type": "control_request", "request_id": "agentbridge_init",
+		s.ctl.Send(map[string]any{"type": "control_request", "request_id": "agentbridge_init",
 			"request": map[string]any{"subtype": "initialize", "hooks": nil}})
 	}
-	s.ctl.send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": turn.Prompt()},
+	s.ctl.Send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": turn.Prompt()},
 		"parent_tool_use_id": nil, "session_id": ""})
 	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, s.handle)
-	s.ctl.close()
+	s.ctl.Close()
 	if s.lost && readErr == nil {
 		_, _ = p.Wait()
 		return shimio.ErrSessionLost
@@ -187,37 +187,6 @@ func (b *bridge) close() {
 	}
 }
 
-// ctlWriter writes JSON lines to the CLI's stdin from both the stdout
-// handler and the permission-answer reader.
-type ctlWriter struct {
-	mu     sync.Mutex
-	w      io.WriteCloser
-	closed bool
-}
-
-func (c *ctlWriter) send(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	// A write error means the CLI is gone; its exit is reported instead.
-	_, _ = c.w.Write(append(b, '\n'))
-}
-
-func (c *ctlWriter) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.closed {
-		c.closed = true
-		c.w.Close()
-	}
-}
-
 // session is one turn's translation state.
 type session struct {
 	fl       flavor
@@ -225,7 +194,7 @@ type session struct {
 	turn     shimio.Turn
 	resuming bool // the CLI was asked to resume a session
 	em       *shimio.Emitter
-	ctl      *ctlWriter
+	ctl      *shimio.StdinWriter
 	stderr   io.Writer
 	lost     bool // the CLI could not resume it (shimio.ErrSessionLost)
 	started  bool // system/init was seen: the CLI saves this session
@@ -242,7 +211,7 @@ type session struct {
 	sepPending bool            // the next output text starts a new block
 }
 
-func newSession(fl flavor, cli shimio.CLI, turn shimio.Turn, resuming bool, em *shimio.Emitter, ctl *ctlWriter, stderr io.Writer) *session {
+func newSession(fl flavor, cli shimio.CLI, turn shimio.Turn, resuming bool, em *shimio.Emitter, ctl *shimio.StdinWriter, stderr io.Writer) *session {
 	return &session{fl: fl, cli: cli, turn: turn, resuming: resuming, em: em, ctl: ctl, stderr: stderr,
 		pending: map[string]json.RawMessage{}, asked: map[string]bool{}, streamed: map[string]bool{}, tools: map[string]bool{}}
 }
@@ -311,7 +280,7 @@ func (s *session) handle(raw []byte) error {
 		// one asked for, or a new one it never saved): nothing of it is
 		// reported, and the turn starts a new session.
 		s.lost = true
-		s.ctl.close()
+		s.ctl.Close()
 		return nil
 	}
 	// Only a session that started (system/init) is saved: an error before
@@ -336,7 +305,7 @@ func (s *session) handle(raw []byte) error {
 	case "result":
 		s.result(&l)
 		// The turn is over: closing stdin lets the CLI exit.
-		s.ctl.close()
+		s.ctl.Close()
 	case "control_request":
 		s.controlRequest(l.RequestID, l.Request)
 	case "control_cancel_request":
@@ -498,12 +467,12 @@ func (s *session) controlRequest(id string, req *controlRequest) {
 		return
 	}
 	if req.Subtype != "can_use_tool" {
-		s.ctl.send(map[string]any{"type": "control_response", "response": map[string]any{
+		s.ctl.Send(map[string]any{"type": "control_response", "response": map[string]any{
 			"subtype": "error", "request_id": id, "error": "agentbridge shim does not handle " + req.Subtype}})
 		return
 	}
 	deny := func(msg string) {
-		s.ctl.send(controlResponse(id, map[string]any{"behavior": "deny", "message": msg}))
+		s.ctl.Send(controlResponse(id, map[string]any{"behavior": "deny", "message": msg}))
 	}
 	switch {
 	case !s.turn.Permission:
@@ -567,14 +536,14 @@ func (s *session) answer(pr shimio.PermissionResponse) {
 			updated = json.RawMessage(`{}`)
 		}
 		resp := map[string]any{"behavior": "allow", "updatedInput": updated}
-		s.ctl.send(controlResponse(pr.RequestID, resp))
+		s.ctl.Send(controlResponse(pr.RequestID, resp))
 		return
 	}
 	msg := pr.Message
 	if msg == "" {
 		msg = "denied by the user"
 	}
-	s.ctl.send(controlResponse(pr.RequestID, map[string]any{"behavior": "deny", "message": msg}))
+	s.ctl.Send(controlResponse(pr.RequestID, map[string]any{"behavior": "deny", "message": msg}))
 }
 
 // bridgeClosed denies what is still pending once the bridge can no longer
@@ -588,6 +557,6 @@ func (s *session) bridgeClosed() {
 	clear(s.pending)
 	s.mu.Unlock()
 	for _, id := range ids {
-		s.ctl.send(controlResponse(id, map[string]any{"behavior": "deny", "message": "no answer: the bridge closed the permission channel"}))
+		s.ctl.Send(controlResponse(id, map[string]any{"behavior": "deny", "message": "no answer: the bridge closed the permission channel"}))
 	}
 }

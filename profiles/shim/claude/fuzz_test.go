@@ -39,7 +39,7 @@ func FuzzClaudeTranslate(f *testing.F) {
 			var out bytes.Buffer
 			toClaude := &bufCloser{}
 			s := newSession(claudeFlavor, claudeFlavor.cli, shimio.Turn{Type: "turn", Message: "hi", Permission: perm}, perm,
-				shimio.NewEmitter(&out), &ctlWriter{w: toClaude}, io.Discard)
+				shimio.NewEmitter(&out), shimio.NewStdinWriter(toClaude), io.Discard)
 			read, asked := 0, 0
 			_ = shimio.ReadLines(strings.NewReader(data), 1<<16, func(line []byte) error {
 				_ = s.handle(line)

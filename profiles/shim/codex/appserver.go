@@ -33,12 +33,12 @@ func runAppServer(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn sh
 	if err != nil {
 		return err
 	}
-	s := newServerSession(em, p, c, &rpcWriter{w: p.Stdin}, turn, resume, policy, stderr)
-	s.rpc.send(map[string]any{"method": "initialize", "id": idInitialize, "params": map[string]any{
+	s := newServerSession(em, p, c, shimio.NewStdinWriter(p.Stdin), turn, resume, policy, stderr)
+	s.rpc.Send(map[string]any{"method": "initialize", "id": idInitialize, "params": map[string]any{
 		"clientInfo": map[string]any{"name": "agentbridge", "title": "agentbridge", "version": turn.ProtocolVersion}}})
-	s.rpc.send(map[string]any{"method": "initialized"})
+	s.rpc.Send(map[string]any{"method": "initialized"})
 	if resume != "" {
-		s.rpc.send(map[string]any{"method": "thread/resume", "id": idThread, "params": map[string]any{
+		s.rpc.Send(map[string]any{"method": "thread/resume", "id": idThread, "params": map[string]any{
 			"threadId": resume, "approvalPolicy": policy}})
 	} else {
 		s.startThread()
@@ -49,40 +49,8 @@ func runAppServer(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn sh
 		s.bridgeClosed()
 	}()
 	readErr := shimio.ReadLines(p.Stdout, shimio.MaxLineBytes, s.handle)
-	s.rpc.close()
+	s.rpc.Close()
 	return p.Finish(ctx, em, c, readErr, func(int) string { return s.lastError })
-}
-
-// rpcWriter writes JSON-RPC lines to codex's stdin from both the stdout
-// handler and the permission-answer reader.
-type rpcWriter struct {
-	mu     sync.Mutex
-	w      io.WriteCloser
-	closed bool
-}
-
-func (r *rpcWriter) send(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	// A write error means codex is gone; its exit is reported instead.
-	_, _ = r.w.Write(append(b, '\n'))
-}
-
-// close ends codex's stdin, which makes app-server exit.
-func (r *rpcWriter) close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.closed {
-		r.closed = true
-		r.w.Close()
-	}
 }
 
 // serverSession is one app-server turn's translation state.
@@ -90,7 +58,7 @@ type serverSession struct {
 	em     *shimio.Emitter
 	p      *shimio.Proc // told about retries and progress (nil in fuzz tests)
 	cli    shimio.CLI
-	rpc    *rpcWriter
+	rpc    *shimio.StdinWriter
 	turn   shimio.Turn
 	resume string // the thread being resumed; "" once a new one starts
 	policy string
@@ -112,14 +80,14 @@ type serverSession struct {
 	pending map[string]json.RawMessage // bridge request_id → codex's JSON-RPC id, unanswered
 }
 
-func newServerSession(em *shimio.Emitter, p *shimio.Proc, c shimio.CLI, rpc *rpcWriter, turn shimio.Turn, resume, policy string, stderr io.Writer) *serverSession {
+func newServerSession(em *shimio.Emitter, p *shimio.Proc, c shimio.CLI, rpc *shimio.StdinWriter, turn shimio.Turn, resume, policy string, stderr io.Writer) *serverSession {
 	return &serverSession{em: em, p: p, cli: c, rpc: rpc, turn: turn, resume: resume, policy: policy, stderr: stderr,
 		fileItems: map[string]json.RawMessage{}, tools: map[string]bool{}, deltaSeen: map[string]bool{}, pending: map[string]json.RawMessage{}}
 }
 
 // startThread asks for a new thread.
 func (s *serverSession) startThread() {
-	s.rpc.send(map[string]any{"method": "thread/start", "id": idThread, "params": map[string]any{
+	s.rpc.Send(map[string]any{"method": "thread/start", "id": idThread, "params": map[string]any{
 		"approvalPolicy": s.policy}})
 }
 
@@ -195,7 +163,7 @@ func (s *serverSession) handle(raw []byte) error {
 }
 
 // finish ends codex's part of the turn: closing its stdin lets it exit.
-func (s *serverSession) finish() { s.rpc.close() }
+func (s *serverSession) finish() { s.rpc.Close() }
 
 func (s *serverSession) response(m rpcMessage) {
 	id, err := strconv.Atoi(string(m.ID))
@@ -236,7 +204,7 @@ func (s *serverSession) response(m rpcMessage) {
 	}
 	s.thread = r.Thread.ID
 	s.em.SetSession(r.Thread.ID)
-	s.rpc.send(map[string]any{"method": "turn/start", "id": idTurn, "params": map[string]any{
+	s.rpc.Send(map[string]any{"method": "turn/start", "id": idTurn, "params": map[string]any{
 		"threadId": r.Thread.ID, "input": []any{map[string]any{"type": "text", "text": s.turn.Prompt()}}}})
 }
 
@@ -427,7 +395,7 @@ func (s *serverSession) request(m rpcMessage) {
 }
 
 func (s *serverSession) refuse(id json.RawMessage, msg string) {
-	s.rpc.send(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": msg}})
+	s.rpc.Send(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": msg}})
 }
 
 // answer forwards the bridge's permission_response as the approval
@@ -448,7 +416,7 @@ func (s *serverSession) answer(pr shimio.PermissionResponse) {
 	} else if pr.Message != "" {
 		fmt.Fprintf(s.stderr, "shim codex: request %s declined: %s\n", pr.RequestID, pr.Message)
 	}
-	s.rpc.send(map[string]any{"id": rpcID, "result": map[string]any{"decision": decision}})
+	s.rpc.Send(map[string]any{"id": rpcID, "result": map[string]any{"decision": decision}})
 }
 
 // bridgeClosed declines what is still pending once the bridge can no
@@ -462,6 +430,6 @@ func (s *serverSession) bridgeClosed() {
 	clear(s.pending)
 	s.mu.Unlock()
 	for _, id := range ids {
-		s.rpc.send(map[string]any{"id": id, "result": map[string]any{"decision": "decline"}})
+		s.rpc.Send(map[string]any{"id": id, "result": map[string]any{"decision": "decline"}})
 	}
 }

@@ -42,7 +42,7 @@ func FuzzAppServerTranslate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data string) {
 		var out bytes.Buffer
 		toCodex := &discardCloser{}
-		s := newServerSession(shimio.NewEmitter(&out), nil, cli, &rpcWriter{w: toCodex}, shimio.Turn{Type: "turn", Message: "hi", Permission: true}, "", "untrusted", io.Discard)
+		s := newServerSession(shimio.NewEmitter(&out), nil, cli, shimio.NewStdinWriter(toCodex), shimio.Turn{Type: "turn", Message: "hi", Permission: true}, "", "untrusted", io.Discard)
 		_ = shimio.ReadLines(strings.NewReader(data), 1<<16, s.handle)
 		sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
 		for sc.Scan() {
