@@ -24,7 +24,7 @@ type Observer interface {
 // backend can show every series at zero before it first happens. A result
 // the engine starts reporting belongs here too.
 var (
-	MessageResults    = []string{"turn", "command", "duplicate", "denied", "busy", "draining"}
+	MessageResults    = []string{"turn", "command", "duplicate", "denied", "busy", "overflow", "draining"}
 	TurnResults       = []string{"ok", "error", "timeout", "stopped", "start_failed"}
 	PermissionResults = []string{"allowed", "denied", "timeout", "turn_ended", "auto_allowed"}
 )
