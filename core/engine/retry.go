@@ -19,7 +19,10 @@ const (
 
 // retry runs a one-off platform write, waiting out rate limits (as long as
 // the platform asks, up to writeMaxWait) and retrying other failures with
-// backoff, writeTries times at most. ErrNotModified counts as success.
+// backoff, writeTries times at most. ErrNotModified counts as success. It
+// is where failed one-off writes are retried (the presenter retries
+// replies): adapters pace calls to their budgets but hand a refusal back
+// instead of retrying it, so no write is retried twice over.
 func retry(ctx context.Context, write func() error) error {
 	backoff := writeBackoff
 	var err error
