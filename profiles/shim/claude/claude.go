@@ -199,9 +199,9 @@ type session struct {
 	lost     bool // the CLI could not resume it (shimio.ErrSessionLost)
 	started  bool // system/init was seen: the CLI saves this session
 
+	pending shimio.Pending[json.RawMessage] // can_use_tool requests sent to the bridge, unanswered: their input
 	mu      sync.Mutex
-	pending map[string]json.RawMessage // can_use_tool requests sent to the bridge, unanswered: their input
-	asked   map[string]bool            // every request id sent to the bridge this turn
+	asked   map[string]bool // every request id sent to the bridge this turn
 
 	streamed   map[string]bool // assistant message ids whose text came as deltas
 	tools      map[string]bool // tool_use ids already shown
@@ -213,7 +213,7 @@ type session struct {
 
 func newSession(fl flavor, cli shimio.CLI, turn shimio.Turn, resuming bool, em *shimio.Emitter, ctl *shimio.StdinWriter, stderr io.Writer) *session {
 	return &session{fl: fl, cli: cli, turn: turn, resuming: resuming, em: em, ctl: ctl, stderr: stderr,
-		pending: map[string]json.RawMessage{}, asked: map[string]bool{}, streamed: map[string]bool{}, tools: map[string]bool{}}
+		asked: map[string]bool{}, streamed: map[string]bool{}, tools: map[string]bool{}}
 }
 
 // line is the union of the CLI's stdout events the shim reads.
@@ -309,9 +309,7 @@ func (s *session) handle(raw []byte) error {
 	case "control_request":
 		s.controlRequest(l.RequestID, l.Request)
 	case "control_cancel_request":
-		s.mu.Lock()
-		delete(s.pending, l.RequestID)
-		s.mu.Unlock()
+		s.pending.Take(l.RequestID)
 	}
 	return nil
 }
@@ -491,20 +489,17 @@ func (s *session) controlRequest(id string, req *controlRequest) {
 	s.mu.Lock()
 	reused := s.asked[id]
 	s.asked[id] = true
+	s.mu.Unlock()
 	if reused {
 		// The bridge ignores a reused id (F-PERM-1: unique), which would
 		// leave claude waiting: answer it here, and drop the earlier
 		// request so claude gets one answer for the id.
-		delete(s.pending, id)
-	} else {
-		s.pending[id] = req.Input
-	}
-	s.mu.Unlock()
-	if reused {
+		s.pending.Take(id)
 		fmt.Fprintf(s.stderr, "shim %s: denied a can_use_tool request reusing id %q\n", s.fl.name, id)
 		deny("agentbridge cannot ask twice under one request id")
 		return
 	}
+	s.pending.Put(id, req.Input)
 	_ = s.em.PermissionRequest(id, req.ToolName, req.Input, req.Description, req.ToolUseID)
 }
 
@@ -519,10 +514,7 @@ func controlResponse(id string, resp map[string]any) map[string]any {
 // updatedInput (a ZodError that fails the tool call, seen in the live
 // test), and the Agent SDKs fill it the same way. Deny carries the reason.
 func (s *session) answer(pr shimio.PermissionResponse) {
-	s.mu.Lock()
-	input, ok := s.pending[pr.RequestID]
-	delete(s.pending, pr.RequestID)
-	s.mu.Unlock()
+	input, ok := s.pending.Take(pr.RequestID)
 	if !ok {
 		fmt.Fprintf(s.stderr, "shim %s: ignored an answer to unknown or cancelled request %q\n", s.fl.name, pr.RequestID)
 		return
@@ -549,14 +541,7 @@ func (s *session) answer(pr shimio.PermissionResponse) {
 // bridgeClosed denies what is still pending once the bridge can no longer
 // answer, so the CLI is never left waiting.
 func (s *session) bridgeClosed() {
-	s.mu.Lock()
-	ids := make([]string, 0, len(s.pending))
-	for id := range s.pending {
-		ids = append(ids, id)
-	}
-	clear(s.pending)
-	s.mu.Unlock()
-	for _, id := range ids {
+	for id := range s.pending.TakeAll() {
 		s.ctl.Send(controlResponse(id, map[string]any{"behavior": "deny", "message": "no answer: the bridge closed the permission channel"}))
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/agentbridge/agentbridge/profiles/shim/internal/shimio"
 )
@@ -75,14 +75,13 @@ type serverSession struct {
 	lastError string // the last error notification that will not be retried
 	usage     shimio.Usage
 
-	mu      sync.Mutex
-	seq     int
-	pending map[string]json.RawMessage // bridge request_id → codex's JSON-RPC id, unanswered
+	seq     atomic.Int64                    // numbers the requests passed on to the bridge
+	pending shimio.Pending[json.RawMessage] // bridge request_id → codex's JSON-RPC id, unanswered
 }
 
 func newServerSession(em *shimio.Emitter, p *shimio.Proc, c shimio.CLI, rpc *shimio.StdinWriter, turn shimio.Turn, resume, policy string, stderr io.Writer) *serverSession {
 	return &serverSession{em: em, p: p, cli: c, rpc: rpc, turn: turn, resume: resume, policy: policy, stderr: stderr,
-		fileItems: map[string]json.RawMessage{}, tools: map[string]bool{}, deltaSeen: map[string]bool{}, pending: map[string]json.RawMessage{}}
+		fileItems: map[string]json.RawMessage{}, tools: map[string]bool{}, deltaSeen: map[string]bool{}}
 }
 
 // startThread asks for a new thread.
@@ -386,11 +385,8 @@ func (s *serverSession) request(m rpcMessage) {
 		s.refuse(m.ID, "agentbridge: "+err.Error())
 		return
 	}
-	s.mu.Lock()
-	s.seq++
-	id := strconv.Itoa(s.seq)
-	s.pending[id] = append(json.RawMessage(nil), m.ID...)
-	s.mu.Unlock()
+	id := strconv.FormatInt(s.seq.Add(1), 10)
+	s.pending.Put(id, append(json.RawMessage(nil), m.ID...))
 	_ = s.em.PermissionRequest(id, tool, b, desc, p.ItemID)
 }
 
@@ -402,10 +398,7 @@ func (s *serverSession) refuse(id json.RawMessage, msg string) {
 // decision. Codex's decisions carry no reason: a deny reaches the model as
 // codex's own "rejected by user", and the bridge's message goes to stderr.
 func (s *serverSession) answer(pr shimio.PermissionResponse) {
-	s.mu.Lock()
-	rpcID, ok := s.pending[pr.RequestID]
-	delete(s.pending, pr.RequestID)
-	s.mu.Unlock()
+	rpcID, ok := s.pending.Take(pr.RequestID)
 	if !ok {
 		fmt.Fprintf(s.stderr, "shim codex: ignored an answer to unknown request %q\n", pr.RequestID)
 		return
@@ -422,14 +415,7 @@ func (s *serverSession) answer(pr shimio.PermissionResponse) {
 // bridgeClosed declines what is still pending once the bridge can no
 // longer answer, so codex is never left waiting.
 func (s *serverSession) bridgeClosed() {
-	s.mu.Lock()
-	ids := make([]json.RawMessage, 0, len(s.pending))
-	for _, id := range s.pending {
-		ids = append(ids, id)
-	}
-	clear(s.pending)
-	s.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range s.pending.TakeAll() {
 		s.rpc.Send(map[string]any{"id": id, "result": map[string]any{"decision": "decline"}})
 	}
 }
