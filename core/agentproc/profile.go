@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbridge/agentbridge/internal/yamlnode"
 	"gopkg.in/yaml.v3"
+
+	"github.com/agentbridge/agentbridge/internal/yamlnode"
 )
 
 // Profile defaults (P-PROF-6, D-PERM-1).
