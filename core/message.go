@@ -30,6 +30,10 @@ type Message struct {
 	Text        string // plain text with the bot mention already removed
 	Attachments []Attachment
 	Time        time.Time // when the platform says it was sent; zero if unknown
+	// Addressed marks a message written to the bot by name (a mention, a
+	// slash command): a bare command word in it ("@bot new") is a bridge
+	// command without the prefix, on every platform.
+	Addressed bool
 	// Reply, when set, answers the author privately in this conversation
 	// (a Slack ephemeral message). Core uses it for answers meant for the
 	// author alone (the refusal to a user who is not allowed); without it

@@ -176,10 +176,10 @@ func TestMessageNormalized(t *testing.T) {
 	}
 	want := []core.Message{
 		{Conv: core.ConversationKey{Platform: "discord", Workspace: "G1", Channel: "C1"}, ID: "M1",
-			From: core.User{ID: "111", Name: "alice"}, Text: "hello there",
+			From: core.User{ID: "111", Name: "alice"}, Text: "hello there", Addressed: true,
 			Attachments: []core.Attachment{{Kind: "file", Name: "a.txt", MIME: "text/plain", Size: 2, Source: url}}},
 		{Conv: core.ConversationKey{Platform: "discord", Workspace: "G1", Channel: "C1", Thread: "T1"}, ID: "M2",
-			From: core.User{ID: "222", Name: "bob"}, Text: "in a thread"},
+			From: core.User{ID: "222", Name: "bob"}, Text: "in a thread", Addressed: true},
 		{Conv: core.ConversationKey{Platform: "discord", Channel: "D1"}, ID: "M3",
 			From: core.User{ID: "111", Name: "alice"}, Text: "a DM"},
 	}

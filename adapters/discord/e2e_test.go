@@ -92,4 +92,12 @@ func TestEngineStreamsLongAnswer(t *testing.T) {
 	if edits == 0 {
 		t.Error("the reply was never edited: it did not stream")
 	}
+
+	// "@bot new" is the bridge's command, not a question for the agent:
+	// a mention is all Discord shows a bot without the message-content
+	// intent, so a typed "!new" could not be seen.
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M2", "C1", "G1", alice, "new", true))
+	waitFor(t, fake, "the new command's answer", func() bool {
+		return strings.Contains(strings.Join(fake.Contents("C1"), "\n"), "Fresh session started")
+	})
 }

@@ -163,6 +163,9 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 		From: core.User{ID: m.Author.ID, Name: displayName(m.Author, m.Member)},
 		Text: stripMention(m.Content, bot),
 		Time: m.Timestamp,
+		// "@bot new" is the new command, which needs no message-content
+		// intent (Discord shows a bot the messages that mention it).
+		Addressed: mentioned,
 	}
 	for _, at := range m.Attachments {
 		if at == nil {

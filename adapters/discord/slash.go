@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	discordgo "github.com/bwmarrin/discordgo"
 
@@ -15,31 +17,16 @@ import (
 // registers: "/agent status", "/agent session name:work", …
 const SlashCommand = "agent"
 
+// argOption names the string option carrying a subcommand's argument:
+// "/agent session name:work".
+const argOption = "name"
+
 // defaultPrefix is Discord's command_prefix default in the config.
 const defaultPrefix = "!"
 
-// subcommand is one bridge command offered as a subcommand of /agent.
-type subcommand struct {
-	name, description string
-	// arg names the optional string option carrying the command's
-	// argument; "" for none.
-	arg, argDescription string
-}
-
-// subcommands mirror the engine's bridge commands, in its help order.
-var subcommands = []subcommand{
-	{name: "new", description: "Start a fresh agent session in this conversation"},
-	{name: "stop", description: "Stop the running turn and cancel queued messages"},
-	{name: "status", description: "Show the running turn, the queue and the session"},
-	{name: "session", description: "Show the active session, or switch to (or create) the named one",
-		arg: "name", argDescription: "Session name: letters, digits, '.', '_' or '-'"},
-	{name: "sessions", description: "List this conversation's sessions"},
-	{name: "help", description: "Show the bridge's commands"},
-	{name: "whoami", description: "Show your Discord user id, for the operator's allow list"},
-}
-
 // applicationCommands is the body of the bulk overwrite: one /agent
-// command with a subcommand per bridge command. global adds the contexts
+// command with a subcommand per bridge command (core.Commands); a
+// command's argument is its string option "name". global adds the contexts
 // (servers and DMs with the bot) that only global commands take.
 func applicationCommands(global bool) []*discordgo.ApplicationCommand {
 	cmd := &discordgo.ApplicationCommand{
@@ -51,17 +38,17 @@ func applicationCommands(global bool) []*discordgo.ApplicationCommand {
 		cmd.Contexts = &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild, discordgo.InteractionContextBotDM}
 	}
 	one := 1
-	for _, sc := range subcommands {
+	for _, c := range core.Commands {
 		opt := &discordgo.ApplicationCommandOption{
 			Type:        discordgo.ApplicationCommandOptionSubCommand,
-			Name:        sc.name,
-			Description: sc.description,
+			Name:        c.Name,
+			Description: sentence(c.Description),
 		}
-		if sc.arg != "" {
+		if c.Arg != "" {
 			opt.Options = []*discordgo.ApplicationCommandOption{{
 				Type:        discordgo.ApplicationCommandOptionString,
-				Name:        sc.arg,
-				Description: sc.argDescription,
+				Name:        argOption,
+				Description: sentence(c.ArgDescription),
 				MinLength:   &one,
 				MaxLength:   64,
 			}}
@@ -99,20 +86,6 @@ func (a *Adapter) registerCommands(ctx context.Context, appID string) {
 		}
 		a.log.Info("registered the /"+SlashCommand+" slash command", "where", where)
 	}
-}
-
-// private reports whether a slash command's answer is shown to the invoker
-// only: what concerns just them (whoami, help) or only reads state. Commands
-// that change the shared conversation (new, stop, switching sessions) are
-// answered in public, like their typed form.
-func private(cmd, arg string) bool {
-	switch cmd {
-	case "new", "stop":
-		return false
-	case "session":
-		return arg == ""
-	}
-	return true
 }
 
 // slashReply is the deferred response of one slash command. The first
@@ -172,6 +145,7 @@ func (in *inbound) slashCommand(i *discordgo.Interaction) {
 		return
 	}
 	cmd, arg, known := slashText(data)
+	c, _ := core.LookupCommand(cmd)
 	actx, cancel := context.WithTimeout(in.ctx, 3*time.Second)
 	defer cancel()
 	if !known {
@@ -188,7 +162,7 @@ func (in *inbound) slashCommand(i *discordgo.Interaction) {
 		return
 	}
 	var flags discordgo.MessageFlags
-	if private(cmd, arg) {
+	if c.Private(arg) {
 		flags = discordgo.MessageFlagsEphemeral
 	}
 	err := a.sess.InteractionRespond(i, &discordgo.InteractionResponse{
@@ -253,13 +227,13 @@ func slashText(d discordgo.ApplicationCommandInteractionData) (cmd, arg string, 
 		return "", "", false
 	}
 	sub := d.Options[0]
-	for _, sc := range subcommands {
-		if sc.name != sub.Name {
+	for _, c := range core.Commands {
+		if c.Name != sub.Name {
 			continue
 		}
-		if sc.arg != "" {
+		if c.Arg != "" {
 			for _, o := range sub.Options {
-				if o != nil && o.Name == sc.arg {
+				if o != nil && o.Name == argOption {
 					if s, isString := o.Value.(string); isString {
 						// Whitespace collapsed: a newline must not smuggle a
 						// second line into the command text.
@@ -268,7 +242,7 @@ func slashText(d discordgo.ApplicationCommandInteractionData) (cmd, arg string, 
 				}
 			}
 		}
-		return sc.name, arg, true
+		return c.Name, arg, true
 	}
 	return "", "", false
 }
@@ -278,4 +252,11 @@ func (a *Adapter) prefix() string {
 		return defaultPrefix
 	}
 	return a.opts.CommandPrefix
+}
+
+// sentence capitalizes a description's first letter, as Discord's own
+// commands are described.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }

@@ -35,26 +35,3 @@ func FuzzChunks(f *testing.F) {
 		}
 	})
 }
-
-// FuzzAsCommand checks that only a whole-message command word after a
-// mention becomes a prefixed command.
-func FuzzAsCommand(f *testing.F) {
-	a := &Adapter{opts: Options{CommandPrefix: "!"}}
-	f.Add("new", true)
-	f.Add("help me with Go", true)
-	f.Add("session work", true)
-	f.Add("new", false)
-	f.Fuzz(func(t *testing.T, text string, mentioned bool) {
-		got := a.asCommand(text, mentioned)
-		if got == text {
-			return
-		}
-		if !mentioned || !strings.HasPrefix(got, "!") {
-			t.Fatalf("asCommand(%q, %v) = %q", text, mentioned, got)
-		}
-		fields := strings.Fields(text)
-		if len(fields) > 2 || !commandWords[strings.ToLower(fields[0])] {
-			t.Fatalf("asCommand(%q) = %q: not a bare command", text, got)
-		}
-	})
-}

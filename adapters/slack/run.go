@@ -186,11 +186,6 @@ type inbound struct {
 
 var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(\|[^>]*)?>`)
 
-// commandWords are the bridge commands "@bot WORD" may name; the engine
-// parses them once the adapter adds the prefix.
-var commandWords = map[string]bool{"new": true, "stop": true, "status": true, "session": true,
-	"sessions": true, "help": true, "whoami": true}
-
 // normalize turns an inbound event into a core message, or reports false
 // for messages the bridge does not answer.
 func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool) {
@@ -238,7 +233,6 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 		}
 		return s
 	}))
-	text = a.asCommand(text, mentioned)
 	text = unescape(text)
 	m := core.Message{
 		Conv: conv,
@@ -246,6 +240,10 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 		From: core.User{ID: in.user},
 		Text: text,
 		Time: tsTime(in.ts),
+		// Slack keeps messages starting with "/" for its own slash
+		// commands, so "@bot new" is how a command is typed without the
+		// prefix.
+		Addressed: mentioned,
 	}
 	for _, f := range in.files {
 		kind := "file"
@@ -259,25 +257,6 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 	m.Reply = a.privateReply(ctx, conv, m.From)
 	a.noteRequester(conv, in.user)
 	return m, true
-}
-
-// asCommand turns "@bot new" into "!new": Slack keeps messages starting
-// with "/" for its own slash commands, so a bare command word after a
-// mention is a bridge command. Only a whole-message command word counts, so
-// "@bot help me with X" still reaches the agent.
-func (a *Adapter) asCommand(text string, mentioned bool) string {
-	if !mentioned {
-		return text
-	}
-	fields := strings.Fields(text)
-	if len(fields) == 0 {
-		return text
-	}
-	word := strings.ToLower(fields[0])
-	if !commandWords[word] || (len(fields) > 1 && !(word == "session" && len(fields) == 2)) {
-		return text
-	}
-	return a.opts.CommandPrefix + strings.Join(append([]string{word}, fields[1:]...), " ")
 }
 
 // unescape undoes Slack's escaping of & < > in message text.
@@ -394,15 +373,29 @@ func (a *Adapter) slashCommand(ctx context.Context, h core.Handler, cmd slackapi
 		team, _, _ = a.identity()
 	}
 	text := strings.TrimSpace(cmd.Text)
-	text = a.asCommand(text, true)
+	if text == "" {
+		text = "help" // a bare "/agent"
+	}
 	conv := core.ConversationKey{Platform: a.opts.Name, Workspace: team, Channel: cmd.ChannelID}
 	from := core.User{ID: cmd.UserID, Name: cmd.UserName}
 	h.HandleMessage(ctx, core.Message{
-		Conv:  conv,
-		ID:    "cmd:" + cmd.TriggerID,
-		From:  from,
-		Text:  text,
-		Time:  time.Now(),
-		Reply: a.privateReply(ctx, conv, from),
+		Conv: conv,
+		ID:   "cmd:" + cmd.TriggerID,
+		From: from,
+		Text: text,
+		Time: time.Now(),
+		// "/agent new": the text is a bare command word.
+		Addressed: true,
+		Reply:     a.privateReply(ctx, conv, from),
 	})
+}
+
+// UsageHint is the slash command's usage hint in the app manifest: the
+// bridge's commands (core.Commands) with their arguments.
+func UsageHint() string {
+	words := make([]string, 0, len(core.Commands))
+	for _, c := range core.Commands {
+		words = append(words, strings.TrimSpace(c.Name+" "+c.Arg))
+	}
+	return strings.Join(words, " | ")
 }

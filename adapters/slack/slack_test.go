@@ -228,7 +228,7 @@ func TestInboundNormalization(t *testing.T) {
 		{"DM thread is its own conversation", message("U1", "D1", "im", "100.000006", "100.000005", "threaded"),
 			&want{conv("D1", "100.000005"), "D1:100.000006", "U1", "threaded", nil}},
 		{"@bot new is the new command", mention("U1", "C2", "100.000007", "", "<@UBOT> new"),
-			&want{conv("C2", "100.000007"), "C2:100.000007", "U1", "!new", nil}},
+			&want{conv("C2", "100.000007"), "C2:100.000007", "U1", "new", nil}},
 		{"@bot help me is a question", mention("U1", "C2", "100.000008", "", "<@UBOT|bridge> help me with Go"),
 			&want{conv("C2", "100.000008"), "C2:100.000008", "U1", "help me with Go", nil}},
 		{"file shared with a mention", withFile,
@@ -274,6 +274,11 @@ func TestInboundNormalization(t *testing.T) {
 			got := want{m.Conv, m.ID, m.From.ID, m.Text, m.Attachments}
 			if diff := cmp.Diff(*tc.want, got); diff != "" {
 				t.Errorf("normalized message (-want +got):\n%s", diff)
+			}
+			// A mention addresses the bot: the engine takes a bare
+			// command word in it for the command.
+			if mentioned := tc.event["type"] == "app_mention" || strings.Contains(tc.event["text"].(string), "<@UBOT"); m.Addressed != mentioned {
+				t.Errorf("Addressed = %v for a message that mentions the bot: %v", m.Addressed, mentioned)
 			}
 			if m.Time.IsZero() {
 				t.Error("message time not set from ts")

@@ -168,9 +168,9 @@ func TestRunNormalizesMessages(t *testing.T) {
 	}
 	want := []core.Message{
 		{Conv: core.ConversationKey{Platform: "telegram", Workspace: bot, Channel: "1001"}, ID: "1001:5", From: core.User{ID: "1001", Name: "Alice"}, Text: "hello there"},
-		{Conv: core.ConversationKey{Platform: "telegram", Workspace: bot, Channel: "-100777"}, ID: "-100777:7", From: core.User{ID: "1002", Name: "Bob"}, Text: "what is 2+2?"},
-		{Conv: core.ConversationKey{Platform: "telegram", Workspace: bot, Channel: "-100777", Thread: "55"}, ID: "-100777:8", From: core.User{ID: "1001", Name: "Alice"}, Text: "in a topic"},
-		{Conv: core.ConversationKey{Platform: "telegram", Workspace: bot, Channel: "-100777"}, ID: "-100777:9", From: core.User{ID: "1001", Name: "Alice"}, Text: "/status"},
+		{Conv: core.ConversationKey{Platform: "telegram", Workspace: bot, Channel: "-100777"}, ID: "-100777:7", From: core.User{ID: "1002", Name: "Bob"}, Text: "what is 2+2?", Addressed: true},
+		{Conv: core.ConversationKey{Platform: "telegram", Workspace: bot, Channel: "-100777", Thread: "55"}, ID: "-100777:8", From: core.User{ID: "1001", Name: "Alice"}, Text: "in a topic", Addressed: true},
+		{Conv: core.ConversationKey{Platform: "telegram", Workspace: bot, Channel: "-100777"}, ID: "-100777:9", From: core.User{ID: "1001", Name: "Alice"}, Text: "/status", Addressed: true},
 	}
 	// Chats are handed over concurrently, in order within each chat.
 	byID := func(ms []core.Message) map[string]core.Message {

@@ -77,15 +77,18 @@ func validSecret(s string) bool {
 	return len(s) >= 1 && len(s) <= 256
 }
 
-// menuCommands is the bridge's command list for Telegram's menu.
-var menuCommands = []Command{
-	{Command: "new", Description: "start a fresh agent session here"},
-	{Command: "stop", Description: "stop the running turn and cancel queued messages"},
-	{Command: "status", Description: "show the running turn, the queue and the session"},
-	{Command: "session", Description: "switch to (or create) a named session"},
-	{Command: "sessions", Description: "list this conversation's sessions"},
-	{Command: "help", Description: "show the commands"},
-	{Command: "whoami", Description: "show your user id"},
+// menuCommands is the bridge's command table (core.Commands) as
+// Telegram's menu shows it: lowercase names, a description each.
+func menuCommands() []Command {
+	out := make([]Command, 0, len(core.Commands))
+	for _, c := range core.Commands {
+		d := c.Description
+		if c.Arg != "" {
+			d += " (" + c.Arg + ")"
+		}
+		out = append(out, Command{Command: c.Name, Description: d})
+	}
+	return out
 }
 
 // fromConfig builds the adapter of one section. A bad token stops it in
@@ -108,7 +111,7 @@ func fromConfig(c *Config, deps config.Deps) (*Adapter, error) {
 	}
 	// Telegram's menu only knows "/" commands.
 	if c.CommandPrefix == "/" {
-		opts.Commands = menuCommands
+		opts.Commands = menuCommands()
 	}
 	return New(opts, deps.Log)
 }

@@ -288,6 +288,8 @@ func (a *Adapter) normalize(m *tgbotapi.Message, t threadInfo) (core.Message, bo
 		From: user(m.From),
 		Text: text,
 		Time: time.Unix(int64(m.Date), 0),
+		// "@bot new" in a group is the new command, as "/new" is.
+		Addressed: addressed,
 	}
 	if n := len(m.Photo); n > 0 {
 		p := m.Photo[n-1] // the largest size

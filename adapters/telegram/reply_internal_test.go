@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/agentbridge/agentbridge/core"
@@ -25,6 +26,19 @@ func TestQuoteFor(t *testing.T) {
 	} {
 		if got := quoteFor(tc.chat, core.Post{ReplyTo: tc.replyTo}); got != tc.want {
 			t.Errorf("quoteFor(%d, %q) = %d; want %d", tc.chat, tc.replyTo, got, tc.want)
+		}
+	}
+}
+
+// Telegram's command menu is the bridge's command table, in its order.
+func TestMenuCommandsAreTheCommandTable(t *testing.T) {
+	menu := menuCommands()
+	if len(menu) != len(core.Commands) {
+		t.Fatalf("menu has %d commands, the table %d", len(menu), len(core.Commands))
+	}
+	for i, c := range core.Commands {
+		if menu[i].Command != c.Name || !strings.HasPrefix(menu[i].Description, c.Description) {
+			t.Errorf("menu[%d] = %+v, want %s: %s", i, menu[i], c.Name, c.Description)
 		}
 	}
 }

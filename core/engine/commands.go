@@ -12,26 +12,6 @@ import (
 	"github.com/agentbridge/agentbridge/core/lane"
 )
 
-// command is one of the bridge's own commands as /help shows it.
-type command struct {
-	args string // e.g. " NAME", shown after the name
-	help string
-}
-
-// commands lists the bridge's own commands; anything else that starts with
-// the prefix goes to the agent, which may have commands of its own.
-var commands = map[string]command{
-	"new":      {"", "start a fresh agent session in this conversation"},
-	"stop":     {"", "stop the running turn and cancel queued messages"},
-	"status":   {"", "show the running turn, the queue and the session"},
-	"session":  {" [NAME]", "switch to (or create) the session NAME; without NAME, show the active one"},
-	"sessions": {"", "list this conversation's sessions"},
-	"help":     {"", "show this help"},
-	"whoami":   {"", "show your user id, for the operator's allow list"},
-}
-
-var commandOrder = []string{"new", "stop", "status", "session", "sessions", "help", "whoami"}
-
 // sessionName limits names to something safe to show and store. Compiled
 // on first use: every agentbridge process links the engine, most never
 // need it (start-up stays lean).
@@ -40,19 +20,28 @@ var sessionName = sync.OnceValue(func() *regexp.Regexp {
 })
 
 // parseCommand splits "/cmd arg" (or "/cmd@botname arg") when text starts
-// with prefix and names a bridge command.
-func parseCommand(text, prefix string) (cmd, arg string, ok bool) {
-	text = strings.TrimSpace(text)
+// with prefix and names a bridge command, or a bare "cmd arg" in a message
+// addressed to the bot by name ("@bot new").
+func parseCommand(m core.Message, prefix string) (cmd core.Command, arg string, ok bool) {
+	text := strings.TrimSpace(m.Text)
 	if prefix == "" || !strings.HasPrefix(text, prefix) {
-		return "", "", false
+		if !m.Addressed {
+			return core.Command{}, "", false
+		}
+		name, arg, bare := core.BareCommand(text)
+		if !bare {
+			return core.Command{}, "", false
+		}
+		cmd, _ = core.LookupCommand(name)
+		return cmd, arg, true
 	}
 	word, rest, _ := strings.Cut(text[len(prefix):], " ")
 	word, _, _ = strings.Cut(word, "@") // Telegram appends @botname in groups
-	word = strings.ToLower(word)
-	if _, known := commands[word]; !known {
-		return "", "", false
+	cmd, known := core.LookupCommand(word)
+	if !known {
+		return core.Command{}, "", false
 	}
-	return word, strings.TrimSpace(rest), true
+	return cmd, strings.TrimSpace(rest), true
 }
 
 func whoami(platform string, m core.Message) string {
@@ -75,8 +64,12 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 	case "help":
 		var b strings.Builder
 		b.WriteString("Send a message and the agent answers here. Commands:\n")
-		for _, c := range commandOrder {
-			fmt.Fprintf(&b, "%s%s%s — %s\n", ps.Prefix, c, commands[c].args, commands[c].help)
+		for _, c := range core.Commands {
+			arg := ""
+			if c.Arg != "" {
+				arg = " [" + c.Arg + "]"
+			}
+			fmt.Fprintf(&b, "%s%s%s — %s\n", ps.Prefix, c.Name, arg, c.Description)
 		}
 		reply("%s", strings.TrimRight(b.String(), "\n"))
 	case "stop":
@@ -164,6 +157,8 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 		reply("%s", b.String())
 	case "status":
 		reply("%s", e.status(ctx, key, m.Conv))
+	case "whoami":
+		reply("%s", whoami(p.Name(), m))
 	default:
 		return false
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"strings"
 	"testing"
+
+	"github.com/agentbridge/agentbridge/core"
 )
 
 func TestParseCommand(t *testing.T) {
@@ -19,9 +21,11 @@ func TestParseCommand(t *testing.T) {
 		{"/compact now", "/", "", "", false}, // the agent's own command passes through
 		{"hello /new", "/", "", "", false},
 		{"/", "/", "", "", false},
+		{"new", "/", "", "", false}, // a bare word is a command only when addressed
 	}
 	for _, tt := range tests {
-		cmd, arg, ok := parseCommand(tt.text, tt.prefix)
+		c, arg, ok := parseCommand(core.Message{Text: tt.text}, tt.prefix)
+		cmd := c.Name
 		if cmd != tt.cmd || arg != tt.arg || ok != tt.ok {
 			t.Errorf("parseCommand(%q, %q) = %q, %q, %v; want %q, %q, %v", tt.text, tt.prefix, cmd, arg, ok, tt.cmd, tt.arg, tt.ok)
 		}
@@ -33,18 +37,43 @@ func FuzzParseCommand(f *testing.F) {
 		f.Add(seed, "/")
 	}
 	f.Fuzz(func(t *testing.T, text, prefix string) {
-		cmd, arg, ok := parseCommand(text, prefix)
+		c, arg, ok := parseCommand(core.Message{Text: text}, prefix)
+		cmd := c.Name
 		if !ok {
 			if cmd != "" || arg != "" {
 				t.Fatalf("not a command but got %q %q", cmd, arg)
 			}
 			return
 		}
-		if _, known := commands[cmd]; !known {
+		if _, known := core.LookupCommand(cmd); !known {
 			t.Fatalf("unknown command %q accepted", cmd)
 		}
 		if !strings.HasPrefix(strings.TrimSpace(text), prefix) || strings.TrimSpace(arg) != arg {
 			t.Fatalf("parseCommand(%q, %q) = %q, %q", text, prefix, cmd, arg)
 		}
 	})
+}
+
+// A message addressed to the bot by name ("@bot new", a slash command's
+// text) is a command without the prefix, on every platform; "@bot help me"
+// is a question for the agent.
+func TestParseCommandAddressed(t *testing.T) {
+	tests := []struct {
+		text, cmd, arg string
+		ok             bool
+	}{
+		{"new", "new", "", true},
+		{"  Session work ", "session", "work", true},
+		{"!new", "new", "", true},
+		{"help me with Go", "", "", false},
+		{"stop now", "", "", false}, // stop takes no argument
+		{"session a b", "", "", false},
+		{"", "", "", false},
+	}
+	for _, tt := range tests {
+		c, arg, ok := parseCommand(core.Message{Text: tt.text, Addressed: true}, "!")
+		if c.Name != tt.cmd || arg != tt.arg || ok != tt.ok {
+			t.Errorf("parseCommand(addressed %q) = %q, %q, %v; want %q, %q, %v", tt.text, c.Name, arg, ok, tt.cmd, tt.arg, tt.ok)
+		}
+	}
 }

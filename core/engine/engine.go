@@ -236,7 +236,7 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 	s := e.cfg()
 	ps := s.platform(p.Name())
 	log := e.log.With("conv", m.Conv)
-	cmd, arg, isCmd := parseCommand(m.Text, ps.Prefix)
+	cmd, arg, isCmd := parseCommand(m, ps.Prefix)
 	allowed := ps.allowed(m.Conv, m.From.ID)
 	key := ps.Scope.SessionKey(m.Conv, m.From.ID)
 	// A busy conversation's message is refused before it is journaled: in
@@ -253,12 +253,12 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 			return
 		}
 		switch {
-		case isCmd && cmd == "whoami" && (allowed || e.mayRefuse(p.Name(), "/whoami "+m.From.ID)):
+		case isCmd && cmd.Access == core.CommandAnyone && (allowed || e.mayRefuse(p.Name(), "/whoami "+m.From.ID)):
 			obs.Message(p.Name(), "command")
 			// Answered before the access check: it is how a denied user
 			// learns the id to ask for (once in a while: it costs the
 			// chat's budget like a refusal).
-			e.say(ctx, p, m, whoami(p.Name(), m))
+			e.command(ctx, p, m, key, cmd.Name, arg)
 		case !allowed && !e.mayRefuse(p.Name(), m.From.ID):
 			// Told a moment ago: a stranger's flood gets one answer.
 			obs.Message(p.Name(), "denied")
@@ -267,7 +267,7 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 			obs.Message(p.Name(), "denied")
 			log.InfoContext(ctx, "access denied", "user", m.From.ID)
 			e.private(ctx, p, m.Reply, m, fmt.Sprintf(textRefusal, p.Name(), m.From.ID))
-		case isCmd && e.command(ctx, p, m, key, cmd, arg):
+		case isCmd && e.command(ctx, p, m, key, cmd.Name, arg):
 			obs.Message(p.Name(), "command")
 		case late:
 			obs.Message(p.Name(), "draining")

@@ -468,6 +468,15 @@ func TestSessionCommands(t *testing.T) {
 	if want := "/session [NAME] — switch to (or create) the session NAME; without NAME, show the active one"; !strings.Contains(help.Post.Text, want) {
 		t.Errorf("/help lacks %q:\n%s", want, help.Post.Text)
 	}
+	for _, c := range core.Commands {
+		if !strings.Contains(help.Post.Text, "\n/"+c.Name) {
+			t.Errorf("/help lacks /%s:\n%s", c.Name, help.Post.Text)
+		}
+	}
+	// "@bot sessions" (a bare command word addressed to the bot) is the
+	// command on every platform.
+	h.plat.Deliver(t.Context(), core.Message{Conv: conv, ID: t.Name() + "-addressed", From: alice, Text: "sessions", Addressed: true})
+	h.waitTextN("Sessions here:", 2)
 }
 
 func TestRestartMarksInterruptedTurns(t *testing.T) {
