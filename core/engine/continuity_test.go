@@ -247,3 +247,19 @@ func TestRecoverCleansUpAfterACrash(t *testing.T) {
 		t.Errorf("journal after recovery = %+v, want empty", left)
 	}
 }
+
+// TestNoPlaceholderWhileAPromptWaits: the agent asks before the placeholder
+// is due; while the prompt waits for a person no "thinking…" is posted, as
+// if the agent were busy.
+func TestNoPlaceholderWhileAPromptWaits(t *testing.T) {
+	h := newHarness(t, "", func(s *engine.Settings) { s.Presenter.PlaceholderDelay = 20 * time.Millisecond })
+	h.send(alice, "perm")
+	prompt := h.waitText("Permission needed")
+	// Only time shows that nothing happens: many placeholder delays pass.
+	time.Sleep(500 * time.Millisecond)
+	if n := h.count("thinking…"); n != 0 {
+		t.Fatalf("a placeholder was posted under the open prompt: %q", h.plat.Texts(conv))
+	}
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: prompt.Post.Buttons[0].Value, Ref: prompt.Ref})
+	h.waitText("answer=allow")
+}
