@@ -82,6 +82,9 @@ type Route struct {
 	Workspace string
 	Channel   string
 	Profile   string
+	// Profiles are the profiles /agent offers in the route's
+	// conversations, beside Profile (the default); empty = the platform's.
+	Profiles []string
 }
 
 // Matches reports whether conv falls under r.
@@ -157,6 +160,9 @@ type Platform struct {
 	CommandPrefix string
 	// MaxFileBytes is the largest attachment the bridge downloads.
 	MaxFileBytes int64
+	// Profiles are the profiles /agent offers in the platform's
+	// conversations that no route with its own list matches.
+	Profiles []string
 	Access
 }
 
@@ -215,6 +221,35 @@ func (c *Config) ProfileFor(conv core.ConversationKey) string {
 		}
 	}
 	return c.DefaultProfile
+}
+
+// ProfileChoices returns the profiles /agent offers in conv: the default
+// (ProfileFor) first, then the first matching route's profiles list, or
+// the platform's when the route has none. A single entry means there is
+// nothing to choose.
+func (c *Config) ProfileChoices(conv core.ConversationKey) []string {
+	def := c.ProfileFor(conv)
+	var list []string
+	for _, r := range c.Routes {
+		if r.Matches(conv) {
+			list = r.Profiles
+			break
+		}
+	}
+	if len(list) == 0 {
+		for _, a := range c.Accounts {
+			if a.Name == conv.Platform {
+				list = a.Section.Shared().Profiles
+			}
+		}
+	}
+	out := []string{def}
+	for _, p := range list {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Warnings returns legal but doubtful settings worth logging at startup: a

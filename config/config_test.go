@@ -175,6 +175,11 @@ func TestParseErrors(t *testing.T) {
 			"c.yaml:7: routes[3].thread: unknown field",
 			"c.yaml:8: routes[4]: expected a route mapping, got nothing",
 		}},
+		{"profile choices", head + "routes:\n  - {profile: demo, profiles: [other, nope]}\n  - {profile: demo, profiles: [other, other]}\ntelegram:\n  profiles: [ghost]\n", nil, []string{
+			`c.yaml:4: routes[0].profiles: entry 2 names no profile: "nope" is not one of demo, other`,
+			`c.yaml:5: routes[1].profiles: lists "other" twice`,
+			`c.yaml:7: telegram.profiles: entry 1 names no profile: "ghost" is not one of demo, other`,
+		}},
 		{"var in a plain field", head + "store: ${HOME}/bridge.db\n", nil,
 			[]string{"c.yaml:3: store: ${VAR} is expanded only in secret and URL fields"}},
 		{"malformed reference", head + "slack: {bot_token: \"${SLACK BOT}\"}\n", nil,
@@ -563,6 +568,35 @@ routes:
 	for _, tt := range tests {
 		if got := cfg.ProfileFor(tt.conv); got != tt.want {
 			t.Errorf("ProfileFor(%v) = %q, want %q", tt.conv, got, tt.want)
+		}
+	}
+}
+
+// ProfileChoices: the default first, then the matching route's list, or
+// the platform's when the route has none.
+func TestProfileChoices(t *testing.T) {
+	const file = `profiles: {demo: builtin:demo, a: builtin:a, b: builtin:b, c: builtin:c}
+default_profile: demo
+telegram: {profiles: [b, demo]}
+routes:
+  - {platform: slack, channel: C1, profile: a, profiles: [b, c]}
+  - {platform: telegram, channel: "42", profile: c}
+`
+	cfg, err := parse([]byte(file), "c.yaml", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		conv core.ConversationKey
+		want string
+	}{
+		{core.ConversationKey{Platform: "slack", Channel: "C1"}, "a b c"},
+		{core.ConversationKey{Platform: "slack", Channel: "C2"}, "demo"},
+		{core.ConversationKey{Platform: "telegram", Channel: "42"}, "c b demo"},
+		{core.ConversationKey{Platform: "telegram", Channel: "7"}, "demo b"},
+	} {
+		if got := strings.Join(cfg.ProfileChoices(tt.conv), " "); got != tt.want {
+			t.Errorf("ProfileChoices(%v) = %q, want %q", tt.conv, got, tt.want)
 		}
 	}
 }

@@ -240,6 +240,7 @@ func (d *decoder) platformFields(p *Platform) []field {
 		{"allow_users", d.list(&p.AllowUsers)},
 		{"allow_chats", d.list(&p.AllowChats)},
 		{"approvers", d.list(&p.Approvers)},
+		{"profiles", d.list(&p.Profiles)},
 	}
 }
 
@@ -643,6 +644,7 @@ func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
 			{"workspace", d.str(&rt.Workspace)},
 			{"channel", d.str(&rt.Channel)},
 			{"profile", d.str(&rt.Profile)},
+			{"profiles", d.list(&rt.Profiles)},
 		})
 		c.Routes = append(c.Routes, rt)
 	}

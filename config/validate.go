@@ -119,6 +119,26 @@ func (d *decoder) validateRoutes(c *Config) {
 			d.fail(d.line(p+".profile"), p+".profile", "names no profile: %s is not one of %s",
 				yamlnode.Quote(r.Profile), strings.Join(slices.Sorted(maps.Keys(c.Profiles)), ", "))
 		}
+		d.validateChoices(c, p+".profiles", r.Profiles)
+	}
+	for _, a := range c.Accounts {
+		d.validateChoices(c, a.Name+".profiles", a.Section.Shared().Profiles)
+	}
+}
+
+// validateChoices checks a profiles list /agent offers: each entry names
+// a configured profile, once.
+func (d *decoder) validateChoices(c *Config, path string, list []string) {
+	if d.failed[path] || len(c.Profiles) == 0 {
+		return
+	}
+	for i, name := range list {
+		if _, ok := c.Profiles[name]; !ok {
+			d.fail(d.line(path), path, "entry %d names no profile: %s is not one of %s", i+1,
+				yamlnode.Quote(name), strings.Join(slices.Sorted(maps.Keys(c.Profiles)), ", "))
+		} else if slices.Index(list, name) < i {
+			d.fail(d.line(path), path, "lists %s twice", yamlnode.Quote(name))
+		}
 	}
 }
 

@@ -71,6 +71,8 @@ var Commands = []Command{
 	{Name: "new", Description: "start a fresh agent session in this conversation", Effect: Changes},
 	{Name: "stop", Description: "stop the running turn and cancel queued messages", Effect: Changes},
 	{Name: "status", Description: "show the running turn, the queue and the session"},
+	{Name: "agent", Description: "show the agents offered here with the current one marked, or switch to NAME",
+		Arg: "NAME", ArgDescription: "the profile to switch this conversation to", Effect: ChangesWithArg},
 	{Name: "session", Description: "switch to (or create) the session NAME; without NAME, show the active one",
 		Arg: "NAME", ArgDescription: "session name: letters, digits, '.', '_' or '-'", Effect: ChangesWithArg},
 	{Name: "sessions", Description: "list this conversation's sessions"},

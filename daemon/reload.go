@@ -90,6 +90,7 @@ func settings(cfg *config.Config, profs map[string]*agentproc.Profile) *engine.S
 		Profiles:       profs,
 		DefaultProfile: cfg.DefaultProfile,
 		Route:          func(conv core.ConversationKey) string { return cfg.ProfileFor(conv) },
+		Choices:        cfg.ProfileChoices,
 		QueueDepth:     cfg.QueueDepth,
 		DedupTTL:       cfg.DedupTTL,
 		IdleTimeout:    cfg.IdleTimeout,

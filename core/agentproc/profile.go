@@ -41,6 +41,13 @@ type Profile struct {
 	Streaming         bool
 	Permission        bool
 	PermissionTimeout time.Duration // permission_timeout_secs, default 300s, clamped to Timeout
+	// Description is a short human line the bridge's /agent menu shows
+	// (a bridge extension: the agent never sees it).
+	Description string
+	// ApproversOnly lets only a platform's approvers switch a conversation
+	// to this profile with /agent (a bridge extension, for unattended or
+	// "yolo" profiles).
+	ApproversOnly bool
 }
 
 // Dir returns the value of {{PROFILE_DIR}}: the directory holding the
@@ -219,6 +226,15 @@ func (pp *profileParser) parse(doc *yaml.Node) {
 			p.Streaming = pp.boolean(v, key)
 		case "permission":
 			p.Permission = pp.boolean(v, key)
+		case "description":
+			if s, ok := pp.str(v, key); ok {
+				if len([]rune(s)) > 100 || strings.ContainsAny(s, "\n\r") {
+					pp.errorf(v.Line, key, "must be one line of at most 100 characters")
+				}
+				p.Description = s
+			}
+		case "approvers_only":
+			p.ApproversOnly = pp.boolean(v, key)
 		default:
 			pp.errorf(k.Line, key, "unknown key")
 		}

@@ -34,10 +34,13 @@ kill_grace_secs: 2.5
 streaming: true
 permission: true
 permission_timeout_secs: 60
+description: Claude Code, read-only plan mode
+approvers_only: true
 `, Profile{
 			Name: "coder", Command: "/path with spaces/my agent", Args: []string{"{{PROFILE_DIR}}/bridge.py", "--port", "8080"},
 			Cwd: "work", Env: map[string]string{"MY_API_KEY": "${MY_API_KEY}", "DEBUG": "1"}, EnvAllowlist: []string{"MY_API_KEY"},
 			Timeout: 600 * time.Second, KillGrace: 2500 * time.Millisecond, Streaming: true, Permission: true, PermissionTimeout: time.Minute,
+			Description: "Claude Code, read-only plan mode", ApproversOnly: true,
 		}},
 		{"permission timeout clamped to the turn", "command: x\ntimeout_secs: 10\n", Profile{
 			Name: "agent", Command: "x", Timeout: 10 * time.Second, KillGrace: DefaultKillGrace, PermissionTimeout: 10 * time.Second,
@@ -95,6 +98,10 @@ env:
 		{"duplicate and zero timeout", "command: a\ncommand: b\ntimeout_secs: 0\n", []string{
 			"p.yaml:2: command: duplicate key (first set on line 1)",
 			"p.yaml:3: timeout_secs: must be greater than zero",
+		}},
+		{"bad bridge keys", "command: a\ndescription: \"two\\nlines\"\napprovers_only: maybe\n", []string{
+			"p.yaml:2: description: must be one line of at most 100 characters",
+			"p.yaml:3: approvers_only: must be true or false, got the string \"maybe\"",
 		}},
 		{"empty command", "command: \"\"\n", []string{"p.yaml:1: command: must not be empty"}},
 		{"empty file", "", []string{"p.yaml:1: empty profile: command is required"}},

@@ -159,6 +159,12 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 		reply("%s", e.status(ctx, key, m.Conv))
 	case "whoami":
 		reply("%s", whoami(p.Name(), m))
+	case "agent":
+		if arg == "" {
+			e.agentMenu(ctx, p, m, key)
+		} else {
+			e.switchAgent(ctx, p, m, key, arg)
+		}
 	default:
 		return false
 	}
@@ -201,7 +207,7 @@ func (e *Engine) status(ctx context.Context, key, conv core.ConversationKey) str
 		b.WriteString("\n⚠️ Session unavailable (storage error).")
 		return b.String()
 	}
-	profile, _ := e.cfg().profileFor(conv)
+	profile, _, _ := e.pickProfile(ctx, e.cfg(), conv, key)
 	id := sess.AgentID(profile)
 	if id == "" {
 		id = "(new — the agent has not assigned one yet)"

@@ -48,7 +48,10 @@ type Settings struct {
 	DefaultProfile string
 	// Route picks the profile name for a conversation; nil means always
 	// DefaultProfile.
-	Route      func(core.ConversationKey) string
+	Route func(core.ConversationKey) string
+	// Choices returns the profiles /agent offers in a conversation besides
+	// the route's; nil offers none.
+	Choices    func(core.ConversationKey) []string
 	QueueDepth int           // queued turns per conversation; default 5
 	DedupTTL   time.Duration // default 24h
 	// IdleTimeout stops a turn whose agent has sent no event for this long,
@@ -332,7 +335,11 @@ func (e *Engine) seen(ctx context.Context, p core.Platform, m core.Message, entr
 // its lane, so its waits delay only that conversation, and they end when
 // the drain does.
 func (e *Engine) say(ctx context.Context, p core.Platform, m core.Message, text string) {
-	post := core.Post{Text: text, Plain: true, ReplyTo: m.ID}
+	e.notice(ctx, p, m, core.Post{Text: text, Plain: true, ReplyTo: m.ID})
+}
+
+// notice is say with a post of its own (a notice with buttons).
+func (e *Engine) notice(ctx context.Context, p core.Platform, m core.Message, post core.Post) {
 	if m.Answer != nil {
 		if _, ok := m.Answer(ctx, post); ok {
 			return

@@ -217,6 +217,10 @@ func inputPreview(raw json.RawMessage) string {
 
 // handleAction answers a permission prompt from a button press.
 func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Action) {
+	if name, ok := strings.CutPrefix(a.Value, agentButton); ok {
+		e.agentPress(ctx, p, a, name)
+		return
+	}
 	answer := func(text string) { e.private(ctx, p, a.Reply, core.Message{Conv: a.Conv}, text) }
 	token, choice, _ := strings.Cut(a.Value, ":")
 	e.mu.Lock()

@@ -122,7 +122,10 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	// "stopped" edit. FinalTimeout bounds it once the agent is done.
 	pctx, pcancel := context.WithCancel(e.base)
 	defer pcancel()
-	profileName, prof := s.profileFor(m.Conv)
+	profileName, prof, fallback := e.pickProfile(ctx, s, m.Conv, t.key)
+	if fallback != "" {
+		e.say(ctx, t.plat, m, fallback)
+	}
 	if prof == nil {
 		log.ErrorContext(ctx, "no profile for conversation", "profile", profileName)
 		e.say(pctx, t.plat, m, fmt.Sprintf("⚠️ This conversation is routed to profile %q, which is not configured.", profileName))

@@ -1,0 +1,119 @@
+package engine_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/engine"
+)
+
+// offerAgents offers the profiles test (the default), other and yolo (for
+// approvers only) in every conversation.
+func offerAgents(s *engine.Settings) {
+	twoProfiles(s)
+	s.Profiles["other"].Description = "the other agent"
+	yolo := testProfile()
+	yolo.ApproversOnly = true
+	s.Profiles["yolo"] = yolo
+	s.Choices = func(core.ConversationKey) []string { return []string{"other", "yolo"} }
+	s.Platforms["fake"] = engine.PlatformSettings{AllowUsers: []string{"alice", "bob", "boss"}, Approvers: []string{"boss"}}
+}
+
+// TestAgentMenuSwitchesAndBack: /agent shows the choices with the current
+// one marked and a button each; a press switches the conversation; each
+// profile keeps its agent session, so switching back resumes it (real
+// agent processes, real store).
+func TestAgentMenuSwitchesAndBack(t *testing.T) {
+	h := newHarness(t, "", offerAgents)
+	h.send(alice, "first")
+	h.waitTextN("tokens", 1)
+	h.idle()
+	idTest := h.session().AgentID("test")
+
+	h.send(alice, "/agent")
+	menu := h.waitText("Agents here")
+	for _, want := range []string{"▶ test", "  other — the other agent", "  yolo (approvers only)"} {
+		if !strings.Contains(menu.Post.Text, want) {
+			t.Errorf("menu lacks %q:\n%s", want, menu.Post.Text)
+		}
+	}
+	var values []string
+	for _, b := range menu.Post.Buttons {
+		values = append(values, b.Label+"="+b.Value)
+	}
+	if got := strings.Join(values, " "); got != "▶ test=agent:test other=agent:other yolo=agent:yolo" {
+		t.Fatalf("menu buttons = %s", got)
+	}
+
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: "agent:other", Ref: menu.Ref})
+	h.waitText("🔀 Switched to other — the other agent.")
+	h.send(alice, "second")
+	h.waitTextN("tokens", 2)
+	h.idle()
+	idOther := h.session().AgentID("other")
+	if idOther == "" || idOther == idTest {
+		t.Fatalf("agents = %+v; want a session of its own for other", h.session().Agents)
+	}
+	h.send(alice, "/status")
+	h.waitText("Profile: other")
+
+	h.send(alice, "/agent test")
+	h.waitText("🔀 Switched to test.")
+	h.send(alice, "third")
+	h.waitText("(resumed " + idTest + ") third")
+	h.waitTextN("tokens", 3)
+	h.idle()
+	h.send(alice, "/agent")
+	h.waitTextN("▶ test", 2)
+}
+
+// TestAgentRestrictedAndStrangers: a profile for approvers only is refused
+// to others; a stranger's press of a menu button is refused; a name not
+// offered is answered with the choices.
+func TestAgentRestrictedAndStrangers(t *testing.T) {
+	h := newHarness(t, "", offerAgents)
+	h.send(bob, "/agent yolo")
+	h.waitText("Only an approver can switch this conversation to yolo.")
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: core.User{ID: "mallory"}, Value: "agent:other"})
+	h.waitText("mallory")
+	h.send(alice, "/agent nosuch")
+	h.waitText(`No agent "nosuch" here. Choose one of: test, other, yolo.`)
+	h.send(alice, "/status")
+	h.waitText("Profile: test")
+	h.send(core.User{ID: "boss"}, "/agent yolo")
+	h.waitText("🔀 Switched to yolo (approvers only).")
+	h.send(alice, "/status")
+	h.waitText("Profile: yolo")
+	if n := h.count("Switched to other"); n != 0 {
+		t.Errorf("a stranger's press switched the agent")
+	}
+}
+
+// TestAgentRemovedByReloadFallsBack: a reload that stops offering the
+// picked profile sends the conversation back to the route's default, and
+// the next turn says so.
+func TestAgentRemovedByReloadFallsBack(t *testing.T) {
+	h := newHarness(t, "", offerAgents)
+	h.send(alice, "/agent other")
+	h.waitText("Switched to other")
+	h.idle()
+	s := settings(h.prof)
+	twoProfiles(s) // other is still configured, but no longer offered
+	s.Platforms["fake"] = engine.PlatformSettings{AllowUsers: []string{"alice", "bob", "boss"}, Approvers: []string{"boss"}}
+	h.eng.Reload(s)
+	h.send(alice, "after reload")
+	h.waitText("⚠️ The agent other is no longer offered here; back to test.")
+	h.waitTextN("tokens", 1)
+	h.idle()
+	if got := h.session(); got.Profile != "test" || got.AgentID("other") != "" {
+		t.Errorf("session = %+v; want the turn run by test", got)
+	}
+	h.send(alice, "again")
+	h.waitTextN("tokens", 2)
+	if n := h.count("no longer offered"); n != 1 {
+		t.Errorf("the fallback was said %d times, want once", n)
+	}
+	h.send(alice, "/agent")
+	h.waitText("This conversation has one agent: test")
+}
