@@ -34,6 +34,9 @@ func TestEveryCommandHelp(t *testing.T) {
 			if code != 0 || strings.Count(strings.ToLower(all), "usage:") != 1 {
 				t.Errorf("agentbridge %s: exit %d, want 0 and the usage once; output:\n%s", strings.Join(args, " "), code, all)
 			}
+			if strings.HasSuffix(strings.TrimRight(all, " \n"), "flags:") {
+				t.Errorf("agentbridge %s: the usage ends in a \"flags:\" heading with no flags under it:\n%s", strings.Join(args, " "), all)
+			}
 			if strings.Contains(stdout.String(), `"type":"error"`) {
 				t.Errorf("agentbridge %s wrote an error event: %s", strings.Join(args, " "), stdout.String())
 			}

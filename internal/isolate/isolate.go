@@ -94,11 +94,11 @@ flags:
 // Parse reads the command line of agentbridge isolate and names the remote
 // container or pod.
 func Parse(args []string, stderr io.Writer) (Spec, error) {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		// The flags are the same for every runtime: show them with docker's defaults.
+		args = []string{Docker, args[0]}
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprint(stderr, usage)
-			return Spec{}, flag.ErrHelp
-		}
 		return Spec{}, errors.New("isolate: want a runtime first: docker, podman or kubectl")
 	}
 	s := Spec{Runtime: args[0]}
