@@ -75,7 +75,9 @@ var Commands = []Command{
 		Arg: "NAME", ArgDescription: "the profile to switch this conversation to", Effect: ChangesWithArg},
 	{Name: "session", Description: "switch to (or create) the session NAME; without NAME, show the active one",
 		Arg: "NAME", ArgDescription: "session name: letters, digits, '.', '_' or '-'", Effect: ChangesWithArg},
-	{Name: "sessions", Description: "list this conversation's sessions"},
+	{Name: "sessions", Description: "list this conversation's sessions with their agent, turns and last use"},
+	{Name: "forget", Description: "delete the session NAME (not the active one: switch or /new first)",
+		Arg: "NAME", ArgDescription: "the session to delete", Effect: Changes},
 	{Name: "help", Description: "show the bridge's commands"},
 	{Name: "whoami", Description: "show your user id, for the operator's allow list", Access: CommandAnyone},
 }

@@ -96,6 +96,9 @@ type Store interface {
 	// ResetSession forgets every agent session id of conv's named session and
 	// every "allow for this session" grant made in it.
 	ResetSession(ctx context.Context, conv ConversationKey, name string) error
+	// DeleteSession deletes conv's named session and its grants; found
+	// reports whether it existed.
+	DeleteSession(ctx context.Context, conv ConversationKey, name string) (found bool, err error)
 
 	// MarkSeen records a platform message id and reports whether it had
 	// already been seen within ttl. It is atomic: of two concurrent calls

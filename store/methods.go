@@ -101,6 +101,22 @@ func (s *Store) ResetSession(ctx context.Context, conv core.ConversationKey, nam
 	})
 }
 
+// DeleteSession deletes conv's session name, with every tool grant made in
+// it; found reports whether the session existed.
+func (s *Store) DeleteSession(ctx context.Context, conv core.ConversationKey, name string) (found bool, err error) {
+	err = s.update(ctx, "delete session", func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSessions)
+		key := sessionKey(conv, name)
+		if found = b.Get(key) != nil; found {
+			if err := b.Delete(key); err != nil {
+				return err
+			}
+		}
+		return deletePrefix(tx.Bucket(bucketGrants), grantPrefix(conv, name))
+	})
+	return found, err
+}
+
 // deletePrefix deletes every key of b that starts with prefix. Keys are
 // collected first: deleting under a bbolt cursor can skip the next key.
 func deletePrefix(b *bolt.Bucket, prefix []byte) error {

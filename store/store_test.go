@@ -669,3 +669,42 @@ func TestSchemaMarkerWritten(t *testing.T) {
 		t.Errorf("marker %q lacks prefix %q", marker, schemaPrefix)
 	}
 }
+
+// DeleteSession removes one session and its grants, and nothing of another
+// session or conversation, even one whose name has it as a prefix.
+func TestDeleteSession(t *testing.T) {
+	s := openTemp(t, Options{})
+	ctx := t.Context()
+	for _, c := range []core.ConversationKey{convA, convB} {
+		for _, name := range []string{"work", "workx"} {
+			if err := s.PutSession(ctx, c, core.Session{Name: name, Turns: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Grant(ctx, c, name, "Bash"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if found, err := s.DeleteSession(ctx, convA, "work"); err != nil || !found {
+		t.Fatalf("DeleteSession = %v, %v; want found", found, err)
+	}
+	if found, err := s.DeleteSession(ctx, convA, "work"); err != nil || found {
+		t.Fatalf("second DeleteSession = %v, %v; want not found", found, err)
+	}
+	list, err := s.Sessions(ctx, convA)
+	if err != nil || len(list) != 1 || list[0].Name != "workx" {
+		t.Fatalf("sessions of A = %+v, %v; want only workx", list, err)
+	}
+	for _, g := range []struct {
+		conv core.ConversationKey
+		name string
+		want bool
+	}{{convA, "work", false}, {convA, "workx", true}, {convB, "work", true}} {
+		if ok, err := s.Granted(ctx, g.conv, g.name, "Bash"); err != nil || ok != g.want {
+			t.Errorf("grant of %v %s = %v, %v; want %v", g.conv, g.name, ok, err, g.want)
+		}
+	}
+	if _, ok, _ := s.Session(ctx, convB, "work"); !ok {
+		t.Error("the other conversation's session was deleted")
+	}
+}

@@ -117,3 +117,31 @@ func TestAgentRemovedByReloadFallsBack(t *testing.T) {
 	h.send(alice, "/agent")
 	h.waitText("This conversation has one agent: test")
 }
+
+// TestForgetSession: /forget deletes a session that is not the active one
+// (from the real store), refuses the active one, and /sessions shows each
+// session's agent.
+func TestForgetSession(t *testing.T) {
+	h := newHarness(t, "", offerAgents)
+	h.send(alice, "/agent other")
+	h.waitText("Switched to other")
+	h.send(alice, "in default")
+	h.waitTextN("tokens", 1)
+	h.idle()
+	h.send(alice, "/session work")
+	h.waitText("Switched to new session work.")
+	h.send(alice, "/forget work")
+	h.waitText("work is the active session: switch to another with /session NAME first, or start it over with /new.")
+	h.send(alice, "/sessions")
+	h.waitText("  default — other, 1 turn(s), last ")
+	h.send(alice, "/forget default")
+	h.waitText("🗑 Deleted session default")
+	h.idle()
+	if _, ok, err := h.st.Session(t.Context(), conv, "default"); err != nil || ok {
+		t.Fatalf("session default after /forget: found %v, err %v", ok, err)
+	}
+	h.send(alice, "/forget default")
+	h.waitText("There is no session default here.")
+	h.send(alice, "/forget")
+	h.waitText("Name the session to delete: /forget NAME")
+}

@@ -146,7 +146,11 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 			if ss.Name == active {
 				mark, found = "▶ ", true
 			}
-			fmt.Fprintf(&b, "\n%s%s — %d turn(s)", mark, ss.Name, ss.Turns)
+			fmt.Fprintf(&b, "\n%s%s — ", mark, ss.Name)
+			if ss.Profile != "" {
+				fmt.Fprintf(&b, "%s, ", ss.Profile)
+			}
+			fmt.Fprintf(&b, "%d turn(s)", ss.Turns)
 			if !ss.UpdatedAt.IsZero() {
 				fmt.Fprintf(&b, ", last %s", ss.UpdatedAt.Format(time.DateTime))
 			}
@@ -155,6 +159,8 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 			fmt.Fprintf(&b, "\n▶ %s — new", active)
 		}
 		reply("%s", b.String())
+	case "forget":
+		e.forgetSession(ctx, p, m, key, arg)
 	case "status":
 		reply("%s", e.status(ctx, key, m.Conv))
 	case "whoami":
@@ -169,6 +175,39 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 		return false
 	}
 	return true
+}
+
+// forgetSession deletes the session name of key, on the lane so it never
+// races a turn saving it. The active session is kept: forgetting it would
+// leave the conversation pointing at nothing, and /new is how it starts
+// over.
+func (e *Engine) forgetSession(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, name string) {
+	prefix := e.cfg().platform(p.Name()).Prefix
+	if name == "" {
+		e.say(ctx, p, m, fmt.Sprintf("Name the session to delete: %sforget NAME (%ssessions lists them).", prefix, prefix))
+		return
+	}
+	e.onLane(ctx, p, m, key, func(ctx context.Context) {
+		active, _, err := e.session(ctx, key)
+		if err != nil {
+			e.say(ctx, p, m, "⚠️ Could not read the session (storage error).")
+			return
+		}
+		if name == active {
+			e.say(ctx, p, m, fmt.Sprintf("%s is the active session: switch to another with %ssession NAME first, or start it over with %snew.", name, prefix, prefix))
+			return
+		}
+		found, err := e.store.DeleteSession(ctx, key, name)
+		switch {
+		case err != nil:
+			e.log.ErrorContext(ctx, "delete session failed", "conv", m.Conv, "err", err)
+			e.say(ctx, p, m, "⚠️ Could not delete the session (storage error).")
+		case !found:
+			e.say(ctx, p, m, fmt.Sprintf("There is no session %s here.", name))
+		default:
+			e.say(ctx, p, m, fmt.Sprintf("🗑 Deleted session %s: the bridge will not resume its agents' sessions again.", name))
+		}
+	})
 }
 
 // onLane runs a command that changes the session on the conversation's

@@ -458,7 +458,7 @@ func TestSessionCommands(t *testing.T) {
 	h.idle() // the reply is posted before the session is saved
 	h.send(alice, "/sessions")
 	list := h.waitText("Sessions here:")
-	if !strings.Contains(list.Post.Text, "▶ work — 1 turn(s)") || !strings.Contains(list.Post.Text, "  default — 1 turn(s)") {
+	if !strings.Contains(list.Post.Text, "▶ work — test, 1 turn(s), last ") || !strings.Contains(list.Post.Text, "  default — test, 1 turn(s), last ") {
 		t.Errorf("/sessions = %q", list.Post.Text)
 	}
 	h.send(alice, "/session ../etc")
