@@ -178,7 +178,7 @@ func (a *Adapter) budget(ctx context.Context, route, caller string, final bool, 
 		return err
 	}
 	if d > 0 {
-		return &core.RateLimitError{RetryAfter: d}
+		return &core.RateLimitError{RetryAfter: d, Turn: true}
 	}
 	return a.rt.global.Take(ctx, caller, final)
 }

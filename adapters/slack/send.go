@@ -71,7 +71,7 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 			return fmt.Errorf("slack chat.update: %w", err)
 		}
 	} else if d := edits.TryTake(key, p.Final); d > 0 {
-		return &core.RateLimitError{RetryAfter: d}
+		return &core.RateLimitError{RetryAfter: d, Turn: true}
 	}
 	_, _, _, err := a.api.UpdateMessageContext(ctx, ref.Conv.Channel, ref.ID, a.content(p)...)
 	if err != nil {

@@ -160,7 +160,7 @@ func (s *stream) deliver(ctx context.Context, full string, end int, stop bool) e
 		text := render.DefuseMentions(rest[:n])
 		budget := s.a.streams.Get(s.ref.Conv.Workspace)
 		if d := budget.TryTake(s.ref.Conv.String(), stop); d > 0 {
-			return &core.RateLimitError{RetryAfter: d}
+			return &core.RateLimitError{RetryAfter: d, Turn: true}
 		}
 		var err error
 		if stop && last {

@@ -241,7 +241,7 @@ func TestNativeStreamErrors(t *testing.T) {
 // says how long to wait without calling Slack.
 func TestNativeStreamBudget(t *testing.T) {
 	fake := newFake(t, slacktest.Options{})
-	_, _, st := streamIn(t, fake, func(o *slack.Options) { o.AppendsPerMinute, o.AppendBurst = 60, 2 })
+	_, _, st := streamIn(t, fake, func(o *slack.Options) { o.AppendsPerMinute, o.AppendBurst = 60, 3 }) // two, and one kept for the end
 	ctx := t.Context()
 	for _, d := range []string{"a", "b"} {
 		if err := st.Append(ctx, d); err != nil {

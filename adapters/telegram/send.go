@@ -98,7 +98,7 @@ func (a *Adapter) editMessage(ctx context.Context, ref core.MessageRef, p core.P
 	a.mu.Unlock()
 	if !hasKeyboard {
 		if d := a.budget(chat).TryTake(key, p.Final); d > 0 {
-			return &core.RateLimitError{RetryAfter: d}
+			return &core.RateLimitError{RetryAfter: d, Turn: true}
 		}
 	} else if err := a.await(ctx, chat, key, true, maxSendWait); err != nil {
 		// A prompt's last edit (its outcome, keyboard removed) is made once
@@ -132,7 +132,7 @@ func (a *Adapter) await(ctx context.Context, chat int64, caller string, final bo
 		return fmt.Errorf("telegram: %w", err)
 	}
 	if d > 0 {
-		return &core.RateLimitError{RetryAfter: d}
+		return &core.RateLimitError{RetryAfter: d, Turn: true}
 	}
 	return nil
 }

@@ -7,7 +7,8 @@
 // scheduling jitter never earns a 429. Callers that want a call queue in
 // the order they first asked (round robin: a caller that just spent goes
 // to the back), except that a caller's final call (the last text of a
-// reply) goes before anyone's interim ones. A caller that is refused is
+// reply) goes before anyone's interim ones, and interim calls leave one
+// call of a burst free for it. A caller that is refused is
 // told when its turn comes (TryTake) and keeps its place while it comes
 // back then, so a streaming reply can coalesce the text that arrives
 // meanwhile; blocking callers use Take. Hold stops the budget until a
@@ -148,9 +149,15 @@ func (b *Budget) TryTake(key string, final bool) time.Duration {
 	b.refill(now)
 	b.expire(now)
 	pos := b.place(key, final)
-	// The first floor(tokens) callers in the queue may go now.
+	// The first floor(tokens) callers in the queue may go now, except
+	// that interim calls leave one call of a burst for a final one, so a
+	// reply's end goes at once even while other replies use the budget.
+	need := float64(pos+1) - b.tokens
+	if !final && b.burst >= 2 {
+		need++
+	}
 	var wait time.Duration
-	if need := float64(pos+1) - b.tokens; need > 0 {
+	if need > 0 {
 		wait = time.Duration(need / b.rate * float64(time.Second))
 	}
 	if h := b.hold.Sub(now); h > 0 {

@@ -177,3 +177,17 @@ func TestBudgetsPerKey(t *testing.T) {
 		t.Fatalf("w2 waits %v for w1's budget", d)
 	}
 }
+
+// TestFinalFindsTheBudgetFree: while interim calls use the budget fully,
+// a final call still goes at once.
+func TestFinalFindsTheBudgetFree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := pace.NewBudget(pace.Limit{N: 50, Per: time.Minute, Burst: 3})
+		for i := range 20 {
+			b.Take(t.Context(), fmt.Sprint("s", i%5), false)
+		}
+		if d := b.TryTake("s0", true); d != 0 {
+			t.Fatalf("final waits %v behind interim calls", d)
+		}
+	})
+}

@@ -103,6 +103,7 @@ type Presenter struct {
 	lastVisible time.Time
 
 	wake chan struct{} // capacity 1: a pending "something changed"
+	fin  chan struct{} // closed by Finish
 	done chan struct{} // closed when the loop returns
 	err  error         // the loop's result, read after done
 }
@@ -124,6 +125,7 @@ func Start(ctx context.Context, p core.Platform, conv core.ConversationKey, opts
 	s := &Presenter{
 		plat: p, conv: conv, lim: p.Limits(), opts: opts, log: log,
 		wake: make(chan struct{}, 1),
+		fin:  make(chan struct{}),
 		done: make(chan struct{}),
 	}
 	go func() {
@@ -202,6 +204,7 @@ func (s *Presenter) Finish(f Final) error {
 	s.mu.Lock()
 	s.final = &f
 	s.mu.Unlock()
+	close(s.fin)
 	s.poke()
 	<-s.done
 	return s.err
@@ -231,6 +234,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 		interval    = max(s.lim.EditInterval, s.opts.MinEditInterval)
 		lastOp      time.Time
 		notBefore   time.Time // rate limit or backoff
+		turnWait    bool      // notBefore is only an interim frame's turn in the budget
 		backoff     = minBackoff
 		start       = time.Now()
 		win         = window{to: -1}
@@ -335,9 +339,14 @@ func (s *Presenter) loop(ctx context.Context) error {
 		cadence := interval
 		if final != nil {
 			cadence = 0
+			if turnWait {
+				// The turn was an interim frame's; the final text asks
+				// for its own, which comes first.
+				notBefore, turnWait = time.Time{}, false
+			}
 		}
 		if d := time.Until(nextWrite(lastOp, notBefore, cadence)); d > 0 {
-			if err := pause.Sleep(ctx, d); err != nil {
+			if err := s.pauseUntilFinal(ctx, d, final != nil); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
 			continue
@@ -392,7 +401,13 @@ func (s *Presenter) loop(ctx context.Context) error {
 		}
 
 		if ra, ok := core.RetryAfter(err); ok {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "reply rate limited", slog.Any("conv", s.conv), slog.Duration("retry_after", ra))
+			var rl *core.RateLimitError
+			// The adapter's budget saying when this reply's turn comes is
+			// not worth a warning.
+			turnWait = errors.As(err, &rl) && rl.Turn && !post.Final
+			if !turnWait {
+				s.log.LogAttrs(ctx, slog.LevelWarn, "reply rate limited", slog.Any("conv", s.conv), slog.Duration("retry_after", ra))
+			}
 			notBefore = time.Now().Add(ra)
 			continue
 		}
@@ -415,7 +430,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 			return fmt.Errorf("present reply in %s: %w", s.conv, context.Cause(ctx))
 		}
 		s.log.LogAttrs(ctx, slog.LevelWarn, "reply delivery failed; retrying", slog.Any("conv", s.conv), slog.Duration("backoff", backoff), slog.Any("err", err))
-		notBefore = time.Now().Add(backoff)
+		notBefore, turnWait = time.Now().Add(backoff), false
 		backoff = min(2*backoff, maxBackoff)
 	}
 }
@@ -525,6 +540,25 @@ func (s *Presenter) finalize(ctx context.Context, sent []sentMsg) {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "finalizing a reply message failed", slog.Any("conv", s.conv), slog.Any("err", err))
 		}
 	}
+}
+
+// pauseUntilFinal waits d (the cadence, or a turn in the platform's
+// budget) without looking at new partials, which coalesce meanwhile; a
+// wait for interim text ends early when the final text arrives, since it
+// goes first.
+func (s *Presenter) pauseUntilFinal(ctx context.Context, d time.Duration, final bool) error {
+	if final {
+		return pause.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.fin:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 // idle waits for a change, or for the placeholder to fall due.

@@ -429,3 +429,34 @@ func TestReplyToOnTheFirstMessageOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestFinalDoesNotWaitForAnInterimTurn: when the adapter's budget put an
+// interim frame's turn 10 s away, the final text asks for its own turn
+// (which comes first) at once instead of waiting those 10 s; a platform
+// 429 (TestRateLimitWaitsAndFinalIsIntact) still holds it.
+func TestFinalDoesNotWaitForAnInterimTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, time.Second))
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		s.Partial(stream.RoleOutput, "hello")
+		synctest.Wait()
+		p.Fail(platformtest.OpEdit, &core.RateLimitError{RetryAfter: 10 * time.Second, Turn: true})
+		time.Sleep(2 * time.Second)
+		s.Partial(stream.RoleOutput, " world")
+		synctest.Wait() // the interim edit is refused: its turn is 10 s away
+		end := time.Now()
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(end); got > 0 {
+			t.Errorf("final text went %v after the agent's end; want at once", got)
+		}
+		if got := p.Texts(conv); len(got) != 1 || got[0] != "hello world" {
+			t.Errorf("messages = %q", got)
+		}
+		edits := p.CallsOf(platformtest.OpEdit)
+		if len(edits) != 2 {
+			t.Fatalf("%d edits; want the refused interim one and the final one", len(edits))
+		}
+	})
+}
