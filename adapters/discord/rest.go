@@ -30,7 +30,7 @@ type transport struct {
 	target *url.URL // nil: the real Discord
 	base   http.RoundTripper
 
-	routes *pace.Budgets // by bucket: X-RateLimit-Bucket once known, else the route
+	routes *pace.Budgets // by bucket and channel once X-RateLimit-Bucket named it, else by route
 	global *pace.Budget  // 50 requests a second per bot
 
 	mu      sync.Mutex
@@ -67,15 +67,19 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // route returns the budget of route key: its bucket's, once Discord named
-// the bucket.
+// the bucket. A bucket hash is shared by the routes of one template across
+// channels, so the budget is the hash's in key's channel (Discord's "major
+// parameter").
 func (t *transport) route(key string) *pace.Budget {
 	t.mu.Lock()
 	b := t.buckets[key]
 	t.mu.Unlock()
 	if b == "" {
-		b = key
+		return t.routes.Get(key)
 	}
-	return t.routes.Get(b)
+	_, channel, _ := strings.Cut(key, " ")
+	channel, _, _ = strings.Cut(channel, " ")
+	return t.routes.Get(b + " " + channel)
 }
 
 // observe applies a response's rate-limit headers to key's budget (or the

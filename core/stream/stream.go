@@ -379,9 +379,11 @@ func (s *Presenter) loop(ctx context.Context) error {
 				err = nil
 			}
 		}
-		lastOp = time.Now()
-		if groupStart.IsZero() {
-			groupStart = lastOp
+		if !turnRefusal(err) { // a refusal by the adapter's budget reached nobody
+			lastOp = time.Now()
+			if groupStart.IsZero() {
+				groupStart = lastOp
+			}
 		}
 
 		if err == nil {
@@ -401,10 +403,9 @@ func (s *Presenter) loop(ctx context.Context) error {
 		}
 
 		if ra, ok := core.RetryAfter(err); ok {
-			var rl *core.RateLimitError
 			// The adapter's budget saying when this reply's turn comes is
 			// not worth a warning.
-			turnWait = errors.As(err, &rl) && rl.Turn && !post.Final
+			turnWait = turnRefusal(err) && !post.Final
 			if !turnWait {
 				s.log.LogAttrs(ctx, slog.LevelWarn, "reply rate limited", slog.Any("conv", s.conv), slog.Duration("retry_after", ra))
 			}
@@ -488,11 +489,13 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 			}
 			continue
 		}
-		lastOp = time.Now()
 		if final != nil {
 			err = stream.Stop(ctx, joinBlocks(joinBlocks(delta, final.Reply), ending(final, false)))
 		} else {
 			err = stream.Append(ctx, delta)
+		}
+		if !turnRefusal(err) {
+			lastOp = time.Now()
 		}
 		if ra, ok := core.RetryAfter(err); ok {
 			notBefore = time.Now().Add(ra)
@@ -764,6 +767,13 @@ func quote(thinking string) string {
 		thinking = "…" + string(r[len(r)-thinkingTail:])
 	}
 	return render.QuoteMarkdown("💭 " + thinking)
+}
+
+// turnRefusal reports whether err is the adapter's own budget refusing a
+// call before it reached the platform (core.RateLimitError.Turn).
+func turnRefusal(err error) bool {
+	var rl *core.RateLimitError
+	return errors.As(err, &rl) && rl.Turn
 }
 
 // nextWrite is when the next write of a reply may go: not before notBefore

@@ -1,0 +1,89 @@
+package discord
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/adapters/discord/discordtest"
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/internal/streamload"
+)
+
+// envInt reads a benchmark knob from the environment.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// BenchmarkStreams runs STREAMLOAD_RUNS (default 20) independent runs at
+// once, each STREAMLOAD_STREAMS (default 5) concurrent streamed replies,
+// one per channel, against the fake's per-route buckets (5 requests per
+// 5 s, announced in X-RateLimit-* headers, 429 past them), for
+// STREAMLOAD_SECONDS (default 20) of streaming (ends staggered by a
+// second). See BENCHMARKS.md.
+func BenchmarkStreams(b *testing.B) {
+	runs, streams := envInt("STREAMLOAD_RUNS", 20), envInt("STREAMLOAD_STREAMS", 5)
+	secs := envInt("STREAMLOAD_SECONDS", 20)
+	for b.Loop() {
+		results := make([]streamload.Result, runs)
+		errs := make([]error, runs)
+		var wg sync.WaitGroup
+		for r := range runs {
+			wg.Go(func() { results[r], errs[r] = discordRun(b, streams, time.Duration(secs)*time.Second) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		streamload.Report(b, results)
+	}
+}
+
+func discordRun(b *testing.B, streams int, secs time.Duration) (streamload.Result, error) {
+	fake := discordtest.NewServer(testToken)
+	defer fake.Close()
+	a, err := New(Options{Token: testToken, APIURL: fake.URL}, nil)
+	if err != nil {
+		return streamload.Result{}, err
+	}
+	var convs []core.ConversationKey
+	index := map[string]int{}
+	for i := range streams {
+		ch := fmt.Sprint(900100 + i)
+		index[ch] = i
+		convs = append(convs, core.ConversationKey{Platform: "discord", Workspace: "G1", Channel: ch})
+	}
+	return streamload.Run(b.Context(), a, streamload.Config{
+		Convs: convs, Stream: secs, Stagger: time.Second, Every: 50 * time.Millisecond,
+		Rate: 1, Budgets: streams, // one 5-per-5-s bucket per channel (the edits')
+		Updates: func() []streamload.Update {
+			var ups []streamload.Update
+			for _, c := range fake.Calls() {
+				_, rest, ok := strings.Cut(c.Path, "/channels/")
+				if !ok || (c.Method != "POST" && c.Method != "PATCH") {
+					continue
+				}
+				ch, _, _ := strings.Cut(rest, "/")
+				i, known := index[ch]
+				if !known {
+					continue
+				}
+				var body struct{ Content string }
+				json.Unmarshal([]byte(c.Body), &body)
+				ups = append(ups, streamload.Update{Stream: i, At: c.At, Text: body.Content,
+					Limited: c.Status == 429, Spends: c.Method == "PATCH"})
+			}
+			return ups
+		},
+	})
+}
