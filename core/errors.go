@@ -29,8 +29,8 @@ type RateLimitError struct {
 	Err        error // the platform's error, if any
 	// Turn is set when the adapter's own rate budget refused the call
 	// before it reached the platform: RetryAfter is when this caller's turn
-	// comes. A reply's final text (Post.Final) asks for its own turn, which
-	// comes first, instead of waiting for it.
+	// comes. A reply's final text (a Post not Interim) asks for its own
+	// turn, which comes first, instead of waiting for it.
 	Turn bool
 }
 

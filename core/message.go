@@ -109,9 +109,12 @@ type Post struct {
 	// group, a Discord reply) link to it; others ignore it. Edits ignore
 	// it.
 	ReplyTo string
-	// Final marks the final text of a streamed reply: adapters' rate
-	// budgets send it before any reply's interim text (core/pace).
-	Final bool
+	// Interim marks a streamed reply's text that later text replaces (the
+	// presenter's frames before the final text): adapters' rate budgets
+	// send every other post first (a reply's final text, notices, prompts;
+	// core/pace), and a Telegram draft becomes a real message only with
+	// text that is not interim.
+	Interim bool
 }
 
 // MessageRef names a message the bridge sent, for later edits.

@@ -171,20 +171,20 @@ func routeKey(method, path string) string {
 }
 
 // budget takes one request of route's budget for caller, in its fair turn
-// (final: a reply's final text, first), then one of the global budget. When
+// (first: text nothing replaces, before interim frames), then one of the global budget. When
 // the turn is more than maxWait away it fails with a *core.RateLimitError
 // saying when it comes, without calling Discord: sends wait up to maxWait,
 // because a refused notice would be lost; edits never wait, so the
 // presenter coalesces.
-func (a *Adapter) budget(ctx context.Context, route, caller string, final bool, maxWait time.Duration) error {
-	d, err := a.rt.route(route).TakeWithin(ctx, caller, final, maxWait)
+func (a *Adapter) budget(ctx context.Context, route, caller string, first bool, maxWait time.Duration) error {
+	d, err := a.rt.route(route).TakeWithin(ctx, caller, first, maxWait)
 	if err != nil {
 		return err
 	}
 	if d > 0 {
 		return &core.RateLimitError{RetryAfter: d, Turn: true}
 	}
-	return a.rt.global.Take(ctx, caller, final)
+	return a.rt.global.Take(ctx, caller, first)
 }
 
 // target is the channel id messages of conv go to: the thread, if any.
@@ -205,7 +205,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	if ch == "" {
 		return core.MessageRef{}, fmt.Errorf("discord: send: no channel in %s: %w", to, core.ErrNotFound)
 	}
-	if err := a.budget(ctx, "POST "+ch+" messages", to.String(), p.Final, sendWait); err != nil {
+	if err := a.budget(ctx, "POST "+ch+" messages", to.String(), !p.Interim, sendWait); err != nil {
 		return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
 	}
 	send := &discordgo.MessageSend{
@@ -219,7 +219,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 		// A reply Discord refuses must never cost the message itself.
 		a.log.Warn("reply refused; sending it as a plain message", "channel", ch, "err", a.scrub(err))
 		send.Reference = nil
-		if err = a.budget(ctx, "POST "+ch+" messages", to.String(), p.Final, sendWait); err != nil {
+		if err = a.budget(ctx, "POST "+ch+" messages", to.String(), !p.Interim, sendWait); err != nil {
 			return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
 		}
 		m, err = a.sess.ChannelMessageSendComplex(ch, send, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
@@ -251,7 +251,7 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 	if known && time.Since(at) >= editWindow {
 		return fmt.Errorf("discord: edit message %s: older than Discord's %s edit window: %w", ref.ID, editWindow, core.ErrNotFound)
 	}
-	if err := a.budget(ctx, "PATCH "+ch+" messages", ref.ID, p.Final, 0); err != nil {
+	if err := a.budget(ctx, "PATCH "+ch+" messages", ref.ID, !p.Interim, 0); err != nil {
 		return fmt.Errorf("discord: edit message %s: %w", ref.ID, err)
 	}
 	text := content(p)

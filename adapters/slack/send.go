@@ -33,7 +33,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	// Slack returns anyway holds the channel and goes back to the caller,
 	// which retries (the engine for notices, the presenter for replies).
 	posts := a.posts.Get(to.Channel)
-	if err := posts.Take(ctx, to.String(), p.Final); err != nil {
+	if err := posts.Take(ctx, to.String(), !p.Interim); err != nil {
 		return core.MessageRef{}, fmt.Errorf("slack chat.postMessage: %w", err)
 	}
 	ch, ts, err := a.api.PostMessageContext(ctx, to.Channel, opts...)
@@ -70,7 +70,7 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 		if err := edits.Take(ctx, key, true); err != nil {
 			return fmt.Errorf("slack chat.update: %w", err)
 		}
-	} else if d := edits.TryTake(key, p.Final); d > 0 {
+	} else if d := edits.TryTake(key, !p.Interim); d > 0 {
 		return &core.RateLimitError{RetryAfter: d, Turn: true}
 	}
 	_, _, _, err := a.api.UpdateMessageContext(ctx, ref.Conv.Channel, ref.ID, a.content(p)...)

@@ -545,15 +545,23 @@ func TestDraftErrors(t *testing.T) {
 	ctx := t.Context()
 	dm := core.ConversationKey{Platform: "telegram", Channel: "1001"}
 	// Rejected markup is about the text: core resends plain, drafts stay on.
-	if _, err := e.ad.Send(ctx, dm, core.Post{Text: "<b>unclosed"}); !errors.Is(err, core.ErrFormatting) {
+	if _, err := e.ad.Send(ctx, dm, core.Post{Text: "<b>unclosed", Interim: true}); !errors.Is(err, core.ErrFormatting) {
 		t.Fatalf("Send with bad markup = %v; want ErrFormatting", err)
 	}
-	ref, err := e.ad.Send(ctx, dm, core.Post{Text: "<b>fine</b>"})
+	ref, err := e.ad.Send(ctx, dm, core.Post{Text: "<b>fine</b>", Interim: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.fake.Calls("sendMessageDraft")); n != 2 || len(e.fake.Messages(1001)) != 0 {
 		t.Errorf("%d drafts, %d messages; want the second post as a draft", n, len(e.fake.Messages(1001)))
+	}
+	// A post that is not interim (a notice, a reply's final text) is a real
+	// message at once.
+	if _, err := e.ad.Send(ctx, dm, core.Post{Text: "<b>final</b>"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.fake.Calls("sendMessageDraft")); n != 2 || len(e.fake.Messages(1001)) != 1 {
+		t.Errorf("%d drafts, %d messages; want the final post as a message", n, len(e.fake.Messages(1001)))
 	}
 	// A draft unknown to this process (from before a restart) is gone.
 	if err := e.ad.Edit(ctx, core.MessageRef{Conv: dm, ID: "draft-999"}, core.Post{Text: "x"}); !errors.Is(err, core.ErrNotFound) {
@@ -569,14 +577,14 @@ func TestDraftErrors(t *testing.T) {
 	if err := e.ad.Edit(ctx, ref, core.Post{Text: "<b>fine</b>", Buttons: []core.Button{{Label: "OK", Value: "v"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if msgs := e.fake.Messages(1001); len(msgs) != 1 || msgs[0].Markup == "" {
+	if msgs := e.fake.Messages(1001); len(msgs) != 2 || msgs[1].Markup == "" {
 		t.Errorf("messages after adding buttons: %+v", msgs)
 	}
 	// Later edits of the draft's ref edit that message.
 	if err := editEventually(t, e.ad, ref, core.Post{Text: "<b>done</b>"}); err != nil {
 		t.Fatal(err)
 	}
-	if msgs := e.fake.Messages(1001); len(msgs) != 1 || msgs[0].Text != "<b>done</b>" || msgs[0].Markup != "" {
+	if msgs := e.fake.Messages(1001); len(msgs) != 2 || msgs[1].Text != "<b>done</b>" || msgs[1].Markup != "" {
 		t.Errorf("messages after editing the draft ref: %+v", msgs)
 	}
 }

@@ -14,10 +14,13 @@ import (
 
 // Streaming with sendMessageDraft (Bot API 9.3+), private chats only. A
 // draft is an ephemeral preview that must be finished with a real message.
-// The presenter says when a reply's text is final (core.MessageFinalizer); a draft
-// also becomes a real message when buttons are put on it, when Run returns,
-// or after DraftIdle of quiet, so a long pause (a tool call) never lets the
-// preview lapse. Later edits edit the real message.
+// A draft becomes a real message as soon as its text is final: with the
+// reply's final text (an edit not core.Post.Interim: one sendMessage, no
+// last draft update), when the presenter says a piece of a long reply is
+// full (core.MessageFinalizer; the reply goes on in a new draft), when
+// buttons are put on it, when Run returns, or after DraftIdle of quiet, so
+// a long pause (a tool call) never lets the preview lapse. Later edits
+// edit the real message.
 
 // draftPrefix marks a MessageRef.ID that names a draft.
 const draftPrefix = "draft-"
@@ -37,11 +40,11 @@ type draft struct {
 // real message.
 const draftMemory = time.Hour
 
-// useDraft reports whether a Send of p goes as a draft: rendered text
-// without buttons in a private chat. Plain posts are the bridge's notices
+// useDraft reports whether a Send of p goes as a draft: rendered interim
+// text (a streamed reply's frame) without buttons in a private chat. Plain posts are the bridge's notices
 // (and the placeholder), which should appear at once as real messages.
 func (a *Adapter) useDraft(chat int64, p core.Post) bool {
-	return a.opts.Drafts && !a.noDrafts.Load() && chat > 0 && len(p.Buttons) == 0 && !p.Plain
+	return a.opts.Drafts && !a.noDrafts.Load() && chat > 0 && len(p.Buttons) == 0 && !p.Plain && p.Interim
 }
 
 // sendDraft starts a draft. It reports ok=false when the server does not
@@ -115,7 +118,9 @@ func (a *Adapter) editDraft(ctx context.Context, ref core.MessageRef, p core.Pos
 		return core.ErrNotFound
 	case d.real != "":
 		return a.editMessage(ctx, core.MessageRef{Conv: ref.Conv, ID: d.real}, p)
-	case len(p.Buttons) > 0:
+	case len(p.Buttons) > 0 || !p.Interim:
+		// Buttons need a real message; so does text nothing will replace
+		// (a reply's final text), which then goes at once.
 		a.mu.Lock()
 		d.post = p
 		a.mu.Unlock()

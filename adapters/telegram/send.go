@@ -52,7 +52,7 @@ func (a *Adapter) sendMessage(ctx context.Context, to core.ConversationKey, chat
 	// Wait for the chat's budget: that paces calls. A refusal Telegram
 	// returns anyway (429) goes back to the caller, which retries (the
 	// engine for notices and prompts, the presenter for replies).
-	if err := a.await(ctx, chat, to.String(), p.Final, maxSendWait); err != nil {
+	if err := a.await(ctx, chat, to.String(), !p.Interim, maxSendWait); err != nil {
 		return core.MessageRef{}, err
 	}
 	resp, err := a.call(ctx, "sendMessage", params)
@@ -97,7 +97,7 @@ func (a *Adapter) editMessage(ctx context.Context, ref core.MessageRef, p core.P
 	_, hasKeyboard := a.keyboards[key]
 	a.mu.Unlock()
 	if !hasKeyboard {
-		if d := a.budget(chat).TryTake(key, p.Final); d > 0 {
+		if d := a.budget(chat).TryTake(key, !p.Interim); d > 0 {
 			return &core.RateLimitError{RetryAfter: d, Turn: true}
 		}
 	} else if err := a.await(ctx, chat, key, true, maxSendWait); err != nil {
@@ -125,9 +125,9 @@ func (a *Adapter) markKeyboard(key string, on bool) {
 }
 
 // await takes one message from chat's budget for caller (in its fair turn;
-// final first), waiting maxWait at most.
-func (a *Adapter) await(ctx context.Context, chat int64, caller string, final bool, maxWait time.Duration) error {
-	d, err := a.budget(chat).TakeWithin(ctx, caller, final, maxWait)
+// first: before interim frames), waiting maxWait at most.
+func (a *Adapter) await(ctx context.Context, chat int64, caller string, first bool, maxWait time.Duration) error {
+	d, err := a.budget(chat).TakeWithin(ctx, caller, first, maxWait)
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}

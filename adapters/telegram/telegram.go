@@ -305,7 +305,7 @@ func (a *Adapter) scrub(s string) string {
 // minute in a group.
 var (
 	chatLimit  = pace.Limit{N: 60, Per: time.Minute, Burst: 3}
-	groupLimit = pace.Limit{N: 20, Per: time.Minute, Burst: 2}
+	groupLimit = pace.Limit{N: 20, Per: time.Minute, Burst: 3}
 )
 
 // budget returns chat's flood budget.

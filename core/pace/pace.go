@@ -6,9 +6,9 @@
 // A Budget aims at Headroom of the documented or announced rate, so
 // scheduling jitter never earns a 429. Callers that want a call queue in
 // the order they first asked (round robin: a caller that just spent goes
-// to the back), except that a caller's final call (the last text of a
-// reply) goes before anyone's interim ones, and interim calls leave one
-// call of a burst free for it. A caller that is refused is
+// to the back), except that calls marked first (a reply's final text, a
+// notice, a prompt: text nothing later replaces) go before anyone's
+// interim ones, and interim calls leave one call of a burst free for them. A caller that is refused is
 // told when its turn comes (TryTake) and keeps its place while it comes
 // back then, so a streaming reply can coalesce the text that arrives
 // meanwhile; blocking callers use Take. Hold stops the budget until a
@@ -64,7 +64,7 @@ type Budget struct {
 
 type waiter struct {
 	key   string
-	final bool
+	first bool
 	due   time.Time // when it was told to come back
 }
 
@@ -139,21 +139,21 @@ func (b *Budget) refill(now time.Time) {
 
 // TryTake takes one call for key if it is key's turn and returns 0;
 // otherwise it takes nothing, keeps key's place in the queue and returns
-// how long until key's turn. final marks the last call of key's work
-// (a reply's final text): it goes before every interim call. key names
+// how long until key's turn. first marks a call that goes before every
+// interim call (a reply's final text, a notice). key names
 // the caller (a conversation): one key holds one place.
-func (b *Budget) TryTake(key string, final bool) time.Duration {
+func (b *Budget) TryTake(key string, first bool) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
 	b.refill(now)
 	b.expire(now)
-	pos := b.place(key, final)
+	pos := b.place(key, first)
 	// The first floor(tokens) callers in the queue may go now, except
-	// that interim calls leave one call of a burst for a final one, so a
+	// that interim calls leave one call of a burst for a first one, so a
 	// reply's end goes at once even while other replies use the budget.
 	need := float64(pos+1) - b.tokens
-	if !final && b.burst >= 2 {
+	if !first && b.burst >= 2 {
 		need++
 	}
 	var wait time.Duration
@@ -173,8 +173,8 @@ func (b *Budget) TryTake(key string, final bool) time.Duration {
 }
 
 // Take waits for key's turn and takes one call, or returns ctx's error.
-func (b *Budget) Take(ctx context.Context, key string, final bool) error {
-	_, err := b.TakeWithin(ctx, key, final, -1)
+func (b *Budget) Take(ctx context.Context, key string, first bool) error {
+	_, err := b.TakeWithin(ctx, key, first, -1)
 	return err
 }
 
@@ -183,10 +183,10 @@ func (b *Budget) Take(ctx context.Context, key string, final bool) error {
 // off it takes nothing and returns how long until it comes (key keeps its
 // place meanwhile, as with TryTake). It returns ctx's error if ctx ends
 // first.
-func (b *Budget) TakeWithin(ctx context.Context, key string, final bool, maxWait time.Duration) (time.Duration, error) {
+func (b *Budget) TakeWithin(ctx context.Context, key string, first bool, maxWait time.Duration) (time.Duration, error) {
 	deadline := time.Now().Add(maxWait)
 	for {
-		d := b.TryTake(key, final)
+		d := b.TryTake(key, first)
 		if d == 0 {
 			return 0, nil
 		}
@@ -216,30 +216,30 @@ func (b *Budget) Leave(key string) {
 	}
 }
 
-// place returns key's index in the queue, queueing it if needed: a final
-// call goes after the other final ones and before every interim one.
+// place returns key's index in the queue, queueing it if needed: a first
+// call goes after the other first ones and before every interim one.
 // b.mu is held.
-func (b *Budget) place(key string, final bool) int {
+func (b *Budget) place(key string, first bool) int {
 	for i, w := range b.queue {
 		if w.key != key {
 			continue
 		}
-		if !final || w.final {
+		if !first || w.first {
 			return i
 		}
 		b.queue = append(b.queue[:i], b.queue[i+1:]...) // moves up below
 		break
 	}
 	at := len(b.queue)
-	if final {
+	if first {
 		at = 0
-		for at < len(b.queue) && b.queue[at].final {
+		for at < len(b.queue) && b.queue[at].first {
 			at++
 		}
 	}
 	b.queue = append(b.queue, nil)
 	copy(b.queue[at+1:], b.queue[at:])
-	b.queue[at] = &waiter{key: key, final: final}
+	b.queue[at] = &waiter{key: key, first: first}
 	return at
 }
 

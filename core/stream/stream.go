@@ -240,6 +240,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 		win         = window{to: -1}
 		groupStart  time.Time // when the current group's first message was sent
 		replied     bool      // a message carrying opts.ReplyTo is on the platform
+		finalized   int       // sent[:finalized] were finalized (core.MessageFinalizer)
 	)
 	if maxText <= 0 {
 		maxText = 4000
@@ -316,12 +317,12 @@ func (s *Presenter) loop(ctx context.Context) error {
 		if idx < 0 && !wantPlaceholder {
 			if win.to >= 0 {
 				// The closing group shows its part: open the next group.
-				s.finalize(ctx, sent)
-				win, sent, groupStart = window{from: win.to, to: -1}, nil, time.Time{}
+				s.finalize(ctx, sent[finalized:])
+				win, sent, groupStart, finalized = window{from: win.to, to: -1}, nil, time.Time{}, 0
 				continue
 			}
 			if final != nil {
-				s.finalize(ctx, sent)
+				s.finalize(ctx, sent[finalized:])
 				return nil
 			}
 			// Nothing to do until something changes (or the placeholder is due).
@@ -359,17 +360,24 @@ func (s *Presenter) loop(ctx context.Context) error {
 		)
 		switch {
 		case wantPlaceholder:
-			post = core.Post{Text: placeholderText, Plain: true}
+			post = core.Post{Text: placeholderText, Plain: true, Interim: true}
 			isSend = len(sent) == 0
 			idx = 0
 		default:
-			post = core.Post{Text: want[idx], Plain: plainMode, Final: final != nil}
+			post = core.Post{Text: want[idx], Plain: plainMode, Interim: final == nil}
 			isSend = idx >= len(sent)
 		}
 		var ref core.MessageRef
 		if isSend {
 			if len(sent) == 0 && !replied {
 				post.ReplyTo = s.opts.ReplyTo
+			}
+			if idx > finalized && !wantPlaceholder {
+				// The messages before this one show their full pieces
+				// (Split packs greedily): their text is final, so a
+				// Telegram draft becomes a real message now, not at the end.
+				s.finalize(ctx, sent[finalized:idx])
+				finalized = idx
 			}
 			ref, err = s.plat.Send(ctx, s.conv, post)
 		} else {
@@ -405,7 +413,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 		if ra, ok := core.RetryAfter(err); ok {
 			// The adapter's budget saying when this reply's turn comes is
 			// not worth a warning.
-			turnWait = turnRefusal(err) && !post.Final
+			turnWait = turnRefusal(err) && post.Interim
 			if !turnWait {
 				s.log.LogAttrs(ctx, slog.LevelWarn, "reply rate limited", slog.Any("conv", s.conv), slog.Duration("retry_after", ra))
 			}
@@ -425,6 +433,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 			// The message was deleted: continue the reply in new messages.
 			s.log.LogAttrs(ctx, slog.LevelWarn, "reply message gone; reposting", slog.Any("conv", s.conv))
 			sent = sent[:idx]
+			finalized = min(finalized, idx)
 			continue
 		}
 		if ctx.Err() != nil {

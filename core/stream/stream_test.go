@@ -305,8 +305,11 @@ func TestFinishedMessagesAreReportedOnce(t *testing.T) {
 			s.Partial(stream.RoleOutput, strings.Repeat(string(rune('a'+i)), 80)+"\n\n")
 			time.Sleep(200 * time.Millisecond)
 		}
-		if n := len(p.CallsOf(platformtest.OpFinalize)); n != 0 {
-			t.Fatalf("%d FinalizeMessage calls while the reply still streams", n)
+		// While the reply streams, every message but the last holds a full
+		// piece: its text is final (a Telegram draft becomes a real
+		// message at once, so nothing the user read vanishes).
+		if n, m := len(p.CallsOf(platformtest.OpFinalize)), len(p.Messages(conv)); m < 2 || n != m-1 {
+			t.Fatalf("%d FinalizeMessage calls while the reply streams in %d messages; want all but the last", n, m)
 		}
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
@@ -326,6 +329,15 @@ func TestFinishedMessagesAreReportedOnce(t *testing.T) {
 		calls := p.Calls()
 		if last := calls[len(calls)-1]; last.Op != platformtest.OpFinalize {
 			t.Errorf("last call %s, want finish", last.Op)
+		}
+		done := map[string]bool{}
+		for _, c := range calls {
+			switch {
+			case c.Op == platformtest.OpFinalize:
+				done[c.Ref.ID] = true
+			case c.Op == platformtest.OpEdit && done[c.Ref.ID]:
+				t.Errorf("message %s edited after it was finalized", c.Ref.ID)
+			}
 		}
 	})
 }
