@@ -603,7 +603,7 @@ func TestPromptOutcomeEditWaitsForBudget(t *testing.T) {
 	}
 	// A streaming reply uses up the group's budget...
 	for i := 1; ; i++ {
-		err := e.ad.Edit(ctx, stream, core.Post{Text: "s" + strconv.Itoa(i)})
+		err := e.ad.Edit(ctx, stream, core.Post{Text: "s" + strconv.Itoa(i), Interim: true})
 		if _, limited := core.RetryAfter(err); limited {
 			break
 		} else if err != nil {
@@ -619,8 +619,8 @@ func TestPromptOutcomeEditWaitsForBudget(t *testing.T) {
 		t.Errorf("prompt after the outcome edit: %+v", m)
 	}
 	// Once its keyboard is gone, it is an ordinary message again: over
-	// budget, an edit is refused at once for the caller to coalesce.
-	if _, limited := core.RetryAfter(e.ad.Edit(ctx, prompt, core.Post{Text: "again"})); !limited {
+	// budget, an interim edit is refused at once for the caller to coalesce.
+	if _, limited := core.RetryAfter(e.ad.Edit(ctx, prompt, core.Post{Text: "again", Interim: true})); !limited {
 		t.Errorf("an edit over budget of a message without buttons was not refused")
 	}
 }
