@@ -1,8 +1,10 @@
 // Package metrics is the bridge's Prometheus observer: it counts what the
-// engine reports and serves /metrics and /healthz.
+// engine reports and serves /metrics (the Prometheus text format) and
+// /healthz.
 package metrics
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,61 +12,44 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/agentbridge/agentbridge/core/engine"
 )
 
-// Metrics implements engine.Observer with Prometheus collectors on their
-// own registry (no global state).
+// Metrics implements engine.Observer: the bridge's own counters, served
+// in the Prometheus text format with the Go runtime's and the process's
+// series (no global state).
 type Metrics struct {
-	reg        *prometheus.Registry
-	messages   *prometheus.CounterVec
-	turns      *prometheus.CounterVec
-	active     *prometheus.GaugeVec
-	duration   *prometheus.HistogramVec
-	permission *prometheus.CounterVec
-	lost       *prometheus.CounterVec
+	messages   *family
+	turns      *family
+	active     *family
+	duration   *family
+	permission *family
+	lost       *family
 }
 
 var _ engine.Observer = (*Metrics)(nil)
 
 // New returns metrics with no series yet; Known adds them at zero.
 func New() *Metrics {
-	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		messages: counterVec("agentbridge_messages_total",
+	duration := newFamily(kindHistogram, "agentbridge_turn_duration_seconds",
+		"Wall time of agent processes.", "platform", "profile")
+	duration.buckets = exponentialBuckets(0.1, 2.5, 10) // 0.1 s to ~6 min
+	return &Metrics{
+		messages: newFamily(kindCounter, "agentbridge_messages_total",
 			"Incoming chat messages by what became of them (turn, command, duplicate, denied, busy, overflow, draining).",
 			"platform", "result"),
-		turns: counterVec("agentbridge_turns_total",
+		turns: newFamily(kindCounter, "agentbridge_turns_total",
 			"Finished turns by result (ok, error, timeout, stopped, start_failed).",
 			"platform", "profile", "result"),
-		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "agentbridge_turns_running",
-			Help: "Turns whose agent is running now.",
-		}, []string{"platform", "profile"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "agentbridge_turn_duration_seconds",
-			Help:    "Wall time of agent processes.",
-			Buckets: prometheus.ExponentialBuckets(0.1, 2.5, 10), // 0.1 s to ~6 min
-		}, []string{"platform", "profile"}),
-		permission: counterVec("agentbridge_permission_requests_total",
+		active: newFamily(kindGauge, "agentbridge_turns_running",
+			"Turns whose agent is running now.", "platform", "profile"),
+		duration: duration,
+		permission: newFamily(kindCounter, "agentbridge_permission_requests_total",
 			"Answered permission requests (allowed, denied, timeout, turn_ended, auto_allowed).",
 			"platform", "result"),
-		lost: counterVec("agentbridge_replies_lost_total",
-			"Final replies that could not be delivered after retries.",
-			"platform"),
+		lost: newFamily(kindCounter, "agentbridge_replies_lost_total",
+			"Final replies that could not be delivered after retries.", "platform"),
 	}
-	m.reg.MustRegister(m.messages, m.turns, m.active, m.duration, m.permission, m.lost,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
-}
-
-// counterVec is a counter series per value of labels.
-func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }
 
 // Known creates the series of these platforms and profiles at zero, every
@@ -74,17 +59,17 @@ func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 func (m *Metrics) Known(platforms, profiles []string) {
 	for _, p := range platforms {
 		for _, r := range engine.MessageResults {
-			m.messages.WithLabelValues(p, r)
+			m.messages.touch(p, r)
 		}
 		for _, r := range engine.PermissionResults {
-			m.permission.WithLabelValues(p, r)
+			m.permission.touch(p, r)
 		}
-		m.lost.WithLabelValues(p)
+		m.lost.touch(p)
 		for _, prof := range profiles {
-			m.active.WithLabelValues(p, prof)
-			m.duration.WithLabelValues(p, prof)
+			m.active.touch(p, prof)
+			m.duration.touch(p, prof)
 			for _, r := range engine.TurnResults {
-				m.turns.WithLabelValues(p, prof, r)
+				m.turns.touch(p, prof, r)
 			}
 		}
 	}
@@ -92,33 +77,41 @@ func (m *Metrics) Known(platforms, profiles []string) {
 
 // Message implements engine.Observer.
 func (m *Metrics) Message(platform, result string) {
-	m.messages.WithLabelValues(platform, result).Inc()
+	m.messages.add(1, platform, result)
 }
 
 // TurnStarted implements engine.Observer.
 func (m *Metrics) TurnStarted(platform, profile string) {
-	m.active.WithLabelValues(platform, profile).Inc()
+	m.active.add(1, platform, profile)
 }
 
 // TurnFinished implements engine.Observer.
 func (m *Metrics) TurnFinished(platform, profile, result string, d time.Duration) {
-	m.active.WithLabelValues(platform, profile).Dec()
-	m.turns.WithLabelValues(platform, profile, result).Inc()
-	m.duration.WithLabelValues(platform, profile).Observe(d.Seconds())
+	m.active.add(-1, platform, profile)
+	m.turns.add(1, platform, profile, result)
+	m.duration.observe(d.Seconds(), platform, profile)
 }
 
 // Permission implements engine.Observer.
 func (m *Metrics) Permission(platform, result string) {
-	m.permission.WithLabelValues(platform, result).Inc()
+	m.permission.add(1, platform, result)
 }
 
 // ReplyLost implements engine.Observer.
-func (m *Metrics) ReplyLost(platform string) { m.lost.WithLabelValues(platform).Inc() }
+func (m *Metrics) ReplyLost(platform string) { m.lost.add(1, platform) }
 
 // Handler serves /metrics and /healthz.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		bw := bufio.NewWriter(w)
+		for _, f := range []*family{m.messages, m.turns, m.active, m.duration, m.permission, m.lost} {
+			f.write(bw)
+		}
+		writeRuntime(bw)
+		bw.Flush()
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
