@@ -1,6 +1,8 @@
 package profiles
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentbridge/agentbridge/core/agentproc"
@@ -41,6 +43,36 @@ func TestIsolateClient(t *testing.T) {
 	} {
 		if got := isolateClient(&agentproc.Profile{Command: tt.command, Args: tt.args}); got != tt.want {
 			t.Errorf("isolateClient(%s %v) = %q, want %q", tt.command, tt.args, got, tt.want)
+		}
+	}
+}
+
+// The ready variants load as valid AgentProc profiles, carry a description
+// for the /agent menu and pass the CLI the flag that makes them what they
+// are.
+func TestShippedVariants(t *testing.T) {
+	for _, tt := range []struct {
+		dir, name string
+		flags     []string
+	}{
+		{"claude-code-plan", "claude-plan", []string{"--", "--permission-mode", "plan"}},
+		{"claude-code-model", "claude-sonnet", []string{"--", "--model", "sonnet"}},
+		{"codex-read-only", "codex-read-only", []string{"--", "-c", `sandbox_mode="read-only"`}},
+	} {
+		p, err := agentproc.LoadProfile(filepath.Join(tt.dir, "profile.yaml"))
+		if err != nil {
+			t.Errorf("%s: %v", tt.dir, err)
+			continue
+		}
+		if p.Name != tt.name || p.Description == "" || p.Command != "agentbridge" {
+			t.Errorf("%s: name %q, description %q, command %q", tt.dir, p.Name, p.Description, p.Command)
+		}
+		joined := strings.Join(p.Args, "\x00")
+		if !strings.Contains(joined, strings.Join(tt.flags, "\x00")) {
+			t.Errorf("%s: args %q lack %q", tt.dir, p.Args, tt.flags)
+		}
+		if shimCLI(p) == "" {
+			t.Errorf("%s: not recognised as a shim profile", tt.dir)
 		}
 	}
 }
