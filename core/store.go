@@ -16,6 +16,38 @@ type Session struct {
 	Profile   string    // profile of the latest turn
 	Turns     int       // turns run in it
 	UpdatedAt time.Time // last turn
+	Usage     Usage     // what its finished turns reported (result.usage), summed
+}
+
+// UsageWindow is how long usage events are kept: the longest window a
+// figure or a limit looks back over.
+const UsageWindow = 25 * time.Hour
+
+// Usage is token and cost figures from agents' result.usage, summed over
+// finished turns; Turns counts the turns, whether they reported usage or
+// not.
+type Usage struct {
+	Turns        int
+	InputTokens  int64
+	OutputTokens int64
+	CostUSD      float64
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	u.Turns += o.Turns
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CostUSD += o.CostUSD
+}
+
+// UsageEvent is one finished turn's usage, kept for a day or so: for the
+// last 24 h figures and per-user limits.
+type UsageEvent struct {
+	At       time.Time
+	Platform string // the account's name, as ConversationKey.Platform
+	User     string // who sent the turn's message
+	Usage    Usage
 }
 
 // AgentID returns the agent session id profile produced in s, "" if none.
@@ -99,6 +131,12 @@ type Store interface {
 	// DeleteSession deletes conv's named session and its grants; found
 	// reports whether it existed.
 	DeleteSession(ctx context.Context, conv ConversationKey, name string) (found bool, err error)
+	// RecordUsage keeps ev for a little over UsageWindow; older events
+	// are dropped as new ones come.
+	RecordUsage(ctx context.Context, ev UsageEvent) error
+	// UsageSince returns the events recorded at or after since, oldest
+	// first.
+	UsageSince(ctx context.Context, since time.Time) ([]UsageEvent, error)
 
 	// MarkSeen records a platform message id and reports whether it had
 	// already been seen within ttl. It is atomic: of two concurrent calls

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
@@ -334,4 +335,70 @@ func (s *Store) SetCursor(ctx context.Context, name, value string) error {
 		}
 		return tx.Bucket(bucketCursors).Put([]byte(name), v)
 	})
+}
+
+// RecordUsage appends ev to the usage log, keyed by its time (and a
+// sequence number, so events of one nanosecond stay apart), and drops
+// events older than core.UsageWindow before it: the log holds about a
+// day of turns.
+func (s *Store) RecordUsage(ctx context.Context, ev core.UsageEvent) error {
+	return s.batch(ctx, "record usage", func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketUsage)
+		v, err := encode(usageEventRec{head: head{recordVersion}, At: ev.At.UnixNano(), Platform: ev.Platform, User: ev.User, Usage: toUsageRec(ev.Usage)})
+		if err != nil {
+			return err
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		if err := b.Put(usageKey(ev.At, seq), v); err != nil {
+			return err
+		}
+		return deleteBefore(b, usageKey(ev.At.Add(-core.UsageWindow), 0))
+	})
+}
+
+// UsageSince returns the usage events at or after since, oldest first.
+func (s *Store) UsageSince(ctx context.Context, since time.Time) ([]core.UsageEvent, error) {
+	var out []core.UsageEvent
+	err := s.view(ctx, "usage", func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketUsage).Cursor()
+		for k, v := c.Seek(usageKey(since, 0)); k != nil; k, v = c.Next() {
+			var rec usageEventRec
+			if err := decode(v, &rec); err != nil {
+				return fmt.Errorf("usage event %x: %w", k, err)
+			}
+			out = append(out, core.UsageEvent{At: time.Unix(0, rec.At), Platform: rec.Platform, User: rec.User, Usage: rec.Usage.usage()})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// usageKey orders usage events by time: big-endian Unix nanoseconds (times
+// before 1970 count as 1970), then the bucket's sequence number.
+func usageKey(at time.Time, seq uint64) []byte {
+	var ns uint64
+	if at.After(time.Unix(0, 0)) { // UnixNano of the zero time overflows
+		ns = uint64(at.UnixNano())
+	}
+	k := binary.BigEndian.AppendUint64(nil, ns)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// deleteBefore deletes b's keys that sort before limit. Keys are collected
+// first: deleting under a bbolt cursor can skip the next key.
+func deleteBefore(b *bolt.Bucket, limit []byte) error {
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && bytes.Compare(k, limit) < 0; k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

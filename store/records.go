@@ -60,16 +60,51 @@ type sessionRec struct {
 	Profile   string            `json:"profile,omitempty"`
 	Turns     int               `json:"turns"`
 	UpdatedAt time.Time         `json:"updated_at"`
+	Usage     *usageRec         `json:"usage,omitempty"` // schema 3; absent = none
 }
 
 func (sessionRec) wantVersion() int { return sessionVersion }
 
 func toSessionRec(s core.Session) sessionRec {
-	return sessionRec{head: head{sessionVersion}, Name: s.Name, Agents: s.Agents, Profile: s.Profile, Turns: s.Turns, UpdatedAt: s.UpdatedAt}
+	r := sessionRec{head: head{sessionVersion}, Name: s.Name, Agents: s.Agents, Profile: s.Profile, Turns: s.Turns, UpdatedAt: s.UpdatedAt}
+	if s.Usage != (core.Usage{}) {
+		u := toUsageRec(s.Usage)
+		r.Usage = &u
+	}
+	return r
 }
 
 func (r sessionRec) session() core.Session {
-	return core.Session{Name: r.Name, Agents: r.Agents, Profile: r.Profile, Turns: r.Turns, UpdatedAt: r.UpdatedAt}
+	s := core.Session{Name: r.Name, Agents: r.Agents, Profile: r.Profile, Turns: r.Turns, UpdatedAt: r.UpdatedAt}
+	if r.Usage != nil {
+		s.Usage = r.Usage.usage()
+	}
+	return s
+}
+
+// usageRec is summed usage inside a session record or a usage event.
+type usageRec struct {
+	Turns        int     `json:"turns,omitempty"`
+	InputTokens  int64   `json:"in,omitempty"`
+	OutputTokens int64   `json:"out,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+}
+
+func toUsageRec(u core.Usage) usageRec {
+	return usageRec{Turns: u.Turns, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
+}
+
+func (r usageRec) usage() core.Usage {
+	return core.Usage{Turns: r.Turns, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD}
+}
+
+// usageEventRec is one turn's usage in the usage bucket, keyed by time.
+type usageEventRec struct {
+	head
+	At       int64    `json:"at"` // Unix nanoseconds
+	Platform string   `json:"platform"`
+	User     string   `json:"user,omitempty"`
+	Usage    usageRec `json:"usage"`
 }
 
 // sessionRecV1 is a session record of schema 1: one agent id, and the

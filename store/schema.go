@@ -23,10 +23,13 @@ var (
 	bucketGrants   = []byte("grants")
 	bucketJournal  = []byte("journal")
 	bucketCursors  = []byte("cursors")
+	bucketUsage    = []byte("usage") // schema 3
 	keySchema      = []byte("schema")
 
+	// v1Buckets are the buckets of schema 1 besides meta.
+	v1Buckets = [][]byte{bucketSessions, bucketActive, bucketSeen, bucketGrants, bucketJournal, bucketCursors}
 	// dataBuckets are the buckets every current store holds besides meta.
-	dataBuckets = [][]byte{bucketSessions, bucketActive, bucketSeen, bucketGrants, bucketJournal, bucketCursors}
+	dataBuckets = append(v1Buckets[:len(v1Buckets):len(v1Buckets)], bucketUsage)
 )
 
 // migrations[i] upgrades a store from schema version i to i+1; version 0 is
@@ -35,6 +38,7 @@ var (
 var migrations = []func(tx *bolt.Tx) error{
 	createV1,
 	sessionsPerProfile,
+	usageLog,
 }
 
 // schemaVersion is the version this code writes.
@@ -45,7 +49,7 @@ func schemaMarker(v int) string { return schemaPrefix + strconv.Itoa(v) }
 
 // createV1 creates the buckets of schema version 1.
 func createV1(tx *bolt.Tx) error {
-	for _, name := range append([][]byte{bucketMeta}, dataBuckets...) {
+	for _, name := range append([][]byte{bucketMeta}, v1Buckets...) {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
@@ -80,6 +84,15 @@ func sessionsPerProfile(tx *bolt.Tx) error {
 		if err := b.Put(r.k, r.v); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// usageLog (schema 3) adds the bucket of usage events (RecordUsage);
+// session records only gained an optional usage field.
+func usageLog(tx *bolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketUsage); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketUsage, err)
 	}
 	return nil
 }

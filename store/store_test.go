@@ -662,7 +662,7 @@ func TestSchemaMarkerWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "agentbridge/2"; marker != want {
+	if want := "agentbridge/3"; marker != want {
 		t.Errorf("schema marker = %q, want %q", marker, want)
 	}
 	if !strings.HasPrefix(marker, schemaPrefix) {
@@ -706,5 +706,43 @@ func TestDeleteSession(t *testing.T) {
 	}
 	if _, ok, _ := s.Session(ctx, convB, "work"); !ok {
 		t.Error("the other conversation's session was deleted")
+	}
+}
+
+// Usage: a session's summed usage round-trips in its record; usage events
+// come back oldest first from a time on, and events older than the window
+// are dropped when a newer one is recorded.
+func TestUsage(t *testing.T) {
+	s := openTemp(t, Options{})
+	ctx := t.Context()
+	sess := core.Session{Name: "work", Turns: 2, Usage: core.Usage{Turns: 2, InputTokens: 30, OutputTokens: 7, CostUSD: 0.25}}
+	if err := s.PutSession(ctx, convA, sess); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := s.Session(ctx, convA, "work"); err != nil || got.Usage != sess.Usage {
+		t.Fatalf("session usage = %+v, %v; want %+v", got.Usage, err, sess.Usage)
+	}
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	one := core.Usage{Turns: 1, InputTokens: 10, OutputTokens: 2, CostUSD: 0.5}
+	for i, at := range []time.Duration{0, time.Hour, time.Hour, 2 * time.Hour} {
+		ev := core.UsageEvent{At: base.Add(at), Platform: "telegram", User: fmt.Sprint("u", i), Usage: one}
+		if err := s.RecordUsage(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.UsageSince(ctx, base.Add(time.Hour))
+	if err != nil || len(got) != 3 || got[0].User != "u1" || got[1].User != "u2" || got[2].User != "u3" || got[0].Usage != one || got[0].Platform != "telegram" {
+		t.Fatalf("UsageSince = %+v, %v; want u1, u2, u3", got, err)
+	}
+	if !got[0].At.Equal(base.Add(time.Hour)) {
+		t.Errorf("event time = %v, want %v", got[0].At, base.Add(time.Hour))
+	}
+	// A day later the first three are past the window and dropped.
+	if err := s.RecordUsage(ctx, core.UsageEvent{At: base.Add(core.UsageWindow + time.Hour + time.Minute), Platform: "slack", Usage: one}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.UsageSince(ctx, time.Time{})
+	if err != nil || len(all) != 2 || all[0].User != "u3" || all[1].Platform != "slack" {
+		t.Fatalf("after the window: %+v, %v; want u3 and the new one", all, err)
 	}
 }

@@ -145,3 +145,35 @@ func TestForgetSession(t *testing.T) {
 	h.send(alice, "/forget")
 	h.waitText("Name the session to delete: /forget NAME")
 }
+
+// TestUsageCommand: after a few turns (real agent, real store) /usage shows
+// this session's, this conversation's and the platform's last 24 h figures
+// from result.usage; the usage footer keeps working.
+func TestUsageCommand(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.send(alice, "costly one")
+	h.waitText("12 in / 34 out tokens · $0.2500")
+	h.idle()
+	h.send(alice, "/session work")
+	h.waitText("Switched to new session work.")
+	h.send(alice, "costly two")
+	h.waitTextN("tokens", 2)
+	h.idle()
+	h.send(alice, "three")
+	h.waitTextN("tokens", 3)
+	h.idle()
+	h.send(alice, "/usage")
+	u := h.waitText("Usage reported by the agents:")
+	for _, want := range []string{
+		"This session (work): 2 turn(s), 24 in / 68 out tokens, $0.2500",
+		"This conversation (2 session(s)): 3 turn(s), 36 in / 102 out tokens, $0.5000",
+		"Last 24 h on fake: 3 turn(s), 36 in / 102 out tokens, $0.5000",
+	} {
+		if !strings.Contains(u.Post.Text, want) {
+			t.Errorf("/usage lacks %q:\n%s", want, u.Post.Text)
+		}
+	}
+	if got := h.session(); got.Usage.Turns != 1 || got.Usage.CostUSD != 0.25 {
+		t.Errorf("default session usage in the store = %+v", got.Usage)
+	}
+}

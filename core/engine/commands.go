@@ -161,6 +161,8 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 		reply("%s", b.String())
 	case "forget":
 		e.forgetSession(ctx, p, m, key, arg)
+	case "usage":
+		reply("%s", e.usage(ctx, p, key))
 	case "status":
 		reply("%s", e.status(ctx, key, m.Conv))
 	case "whoami":

@@ -240,10 +240,28 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 
 	// P-SID-5: the session id is kept even when the turn failed. Saved after
 	// the reply so its disk sync does not delay it; the lane is held until
-	// it is done, so the next turn sees it.
+	// it is done, so the next turn sees it. The turn's usage goes into the
+	// session and the usage log (/usage, limits).
+	usage := turnUsage(out.Usage)
+	saver.mu.Lock()
+	saver.usage = usage
+	saver.mu.Unlock()
 	if err := saver.save(context.WithoutCancel(ctx), out.SessionID, true); err != nil {
 		log.ErrorContext(ctx, "save session failed", "err", err)
 	}
+	ev := core.UsageEvent{At: time.Now(), Platform: t.plat.Name(), User: m.From.ID, Usage: usage}
+	if err := e.store.RecordUsage(context.WithoutCancel(ctx), ev); err != nil {
+		log.ErrorContext(ctx, "record usage failed", "err", err)
+	}
+}
+
+// turnUsage is one finished turn's usage for the session and the log.
+func turnUsage(u *agentproc.Usage) core.Usage {
+	out := core.Usage{Turns: 1}
+	if u != nil {
+		out.InputTokens, out.OutputTokens, out.CostUSD = u.InputTokens, u.OutputTokens, u.CostUSD
+	}
+	return out
 }
 
 // profileNote is the notice a turn starts with when the conversation moved
@@ -362,6 +380,8 @@ type sessionSaver struct {
 
 	mu    sync.Mutex
 	known string // the profile's agent id as this turn last saw it in the store
+	// usage is the finished turn's, added to the session by the final save.
+	usage core.Usage
 }
 
 // save records id (when not "") as the profile's agent session id and, when
@@ -379,6 +399,7 @@ func (s *sessionSaver) save(ctx context.Context, id string, finished bool) error
 	if finished {
 		cur.Turns++
 		cur.UpdatedAt = time.Now()
+		cur.Usage.Add(s.usage)
 	}
 	stored := id != "" && id != s.known && cur.AgentID(s.profile) == s.known
 	if stored {

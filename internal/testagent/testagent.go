@@ -56,7 +56,8 @@ const (
 //	             characters markup must escape
 //	essay        stream Essay in 120-byte partials 40 ms apart
 //	anything     show each attachment as "[NAME MIME: CONTENT ERR] ", then
-//	             stream the message back word by word
+//	             stream the message back word by word; a message starting
+//	             with "costly" reports cost_usd 0.25 beside its tokens
 //
 // A new session gets the id "sess-<pid>"; a resumed one keeps its id, and
 // the echo then starts with "(resumed SID) " (FrameEnv frames every reply
@@ -205,7 +206,11 @@ func Run(in io.Reader, out io.Writer) int {
 	if framed {
 		partial(" END")
 	}
-	emit(map[string]any{"type": "result", "text": "", "usage": map[string]any{"input_tokens": 12, "output_tokens": 34}})
+	usage := map[string]any{"input_tokens": 12, "output_tokens": 34}
+	if strings.HasPrefix(msg, "costly") {
+		usage["cost_usd"] = 0.25 // for usage figures and cost limits
+	}
+	emit(map[string]any{"type": "result", "text": "", "usage": usage})
 	return 0
 }
 
