@@ -85,6 +85,16 @@ type Route struct {
 	// Profiles are the profiles /agent offers in the route's
 	// conversations, beside Profile (the default); empty = the platform's.
 	Profiles []string
+	// Limits override the platform's, field by field, where set.
+	Limits Limits
+}
+
+// Limits are optional per-user budgets; zero fields are off.
+type Limits struct {
+	// TurnsPerHour caps each user's turns in any hour.
+	TurnsPerHour int
+	// CostPerDayUSD caps each user's result.usage.cost_usd in any 24 h.
+	CostPerDayUSD float64
 }
 
 // Matches reports whether conv falls under r.
@@ -163,6 +173,8 @@ type Platform struct {
 	// Profiles are the profiles /agent offers in the platform's
 	// conversations that no route with its own list matches.
 	Profiles []string
+	// Limits are per-user budgets in the platform's conversations.
+	Limits Limits
 	Access
 }
 
@@ -221,6 +233,29 @@ func (c *Config) ProfileFor(conv core.ConversationKey) string {
 		}
 	}
 	return c.DefaultProfile
+}
+
+// LimitsFor returns the per-user limits in conv: the first matching
+// route's, where set, else its platform's.
+func (c *Config) LimitsFor(conv core.ConversationKey) Limits {
+	var l Limits
+	for _, a := range c.Accounts {
+		if a.Name == conv.Platform {
+			l = a.Section.Shared().Limits
+		}
+	}
+	for _, r := range c.Routes {
+		if r.Matches(conv) {
+			if r.Limits.TurnsPerHour > 0 {
+				l.TurnsPerHour = r.Limits.TurnsPerHour
+			}
+			if r.Limits.CostPerDayUSD > 0 {
+				l.CostPerDayUSD = r.Limits.CostPerDayUSD
+			}
+			break
+		}
+	}
+	return l
 }
 
 // ProfileChoices returns the profiles /agent offers in conv: the default

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -231,7 +232,7 @@ func (d *decoder) section(n *yaml.Node, path string, s Section) {
 
 // platformFields are the fields every platform section has.
 func (d *decoder) platformFields(p *Platform) []field {
-	return []field{
+	return append([]field{
 		{"enabled", d.boolean(&p.Enabled)},
 		{"api_url", d.url(&p.APIURL)},
 		{"session_scope", d.scope(&p.SessionScope)},
@@ -241,7 +242,7 @@ func (d *decoder) platformFields(p *Platform) []field {
 		{"allow_chats", d.list(&p.AllowChats)},
 		{"approvers", d.list(&p.Approvers)},
 		{"profiles", d.list(&p.Profiles)},
-	}
+	}, d.limitFields(&p.Limits)...)
 }
 
 // mapping decodes a mapping node's keys with fields; keys not among fields
@@ -491,6 +492,35 @@ func intField[T int | int64](d *decoder, dst *T, lo, hi int64) func(*yaml.Node, 
 	}
 }
 
+// money decodes a non-negative amount of US dollars (an integer or a
+// decimal number).
+func (d *decoder) money(dst *float64) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		r := resolve(n)
+		if isNull(r) {
+			return
+		}
+		var v float64
+		if r.Kind != yaml.ScalarNode || (r.ShortTag() != "!!int" && r.ShortTag() != "!!float") || r.Decode(&v) != nil {
+			d.fail(n.Line, path, "expected an amount in US dollars such as 2.50, got %s", yamlnode.Describe(r))
+			return
+		}
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			d.fail(n.Line, path, "must be a non-negative amount, got %v", v)
+			return
+		}
+		*dst = v
+	}
+}
+
+// limitFields are the per-user limit keys of platform sections and routes.
+func (d *decoder) limitFields(l *Limits) []field {
+	return []field{
+		{"max_turns_per_hour", intField(d, &l.TurnsPerHour, 0, 1_000_000)},
+		{"max_cost_per_day_usd", d.money(&l.CostPerDayUSD)},
+	}
+}
+
 // duration decodes a Go duration string; positive rejects zero.
 func (d *decoder) duration(dst *time.Duration, positive bool) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
@@ -639,13 +669,13 @@ func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
 			d.fail(item.Line, p, "expected a route mapping, got nothing")
 			continue
 		}
-		d.mapping(item, p, []field{
+		d.mapping(item, p, append([]field{
 			{"platform", d.str(&rt.Platform)},
 			{"workspace", d.str(&rt.Workspace)},
 			{"channel", d.str(&rt.Channel)},
 			{"profile", d.str(&rt.Profile)},
 			{"profiles", d.list(&rt.Profiles)},
-		})
+		}, d.limitFields(&rt.Limits)...))
 		c.Routes = append(c.Routes, rt)
 	}
 }

@@ -91,9 +91,13 @@ func settings(cfg *config.Config, profs map[string]*agentproc.Profile) *engine.S
 		DefaultProfile: cfg.DefaultProfile,
 		Route:          func(conv core.ConversationKey) string { return cfg.ProfileFor(conv) },
 		Choices:        cfg.ProfileChoices,
-		QueueDepth:     cfg.QueueDepth,
-		DedupTTL:       cfg.DedupTTL,
-		IdleTimeout:    cfg.IdleTimeout,
+		Limits: func(conv core.ConversationKey) engine.Limits {
+			l := cfg.LimitsFor(conv)
+			return engine.Limits{TurnsPerHour: l.TurnsPerHour, CostPerDayUSD: l.CostPerDayUSD}
+		},
+		QueueDepth:  cfg.QueueDepth,
+		DedupTTL:    cfg.DedupTTL,
+		IdleTimeout: cfg.IdleTimeout,
 		Presenter: engine.PresenterSettings{
 			PlaceholderDelay: cfg.Presenter.PlaceholderDelay,
 			ShowThinking:     cfg.Presenter.Thinking != config.ThinkingHide,

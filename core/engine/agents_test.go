@@ -177,3 +177,40 @@ func TestUsageCommand(t *testing.T) {
 		t.Errorf("default session usage in the store = %+v", got.Usage)
 	}
 }
+
+// TestLimits: a user over the turns-per-hour or cost-per-day limit gets a
+// plain answer saying when they can go on, and no agent starts; another
+// user is not affected.
+func TestLimits(t *testing.T) {
+	h := newHarness(t, "", func(s *engine.Settings) {
+		s.Limits = func(core.ConversationKey) engine.Limits { return engine.Limits{TurnsPerHour: 2} }
+	})
+	for i, text := range []string{"one", "two"} {
+		h.send(alice, text)
+		h.waitTextN("tokens", i+1)
+		h.idle()
+	}
+	h.send(alice, "three")
+	h.waitText("⏳ You have used your 2 turns for this hour here. You can go on at ")
+	h.send(bob, "bob's turn")
+	h.waitTextN("tokens", 3)
+	h.idle()
+	if n := h.count("three"); n != 0 {
+		t.Errorf("the limited message reached the agent")
+	}
+
+	c := newHarness(t, "", func(s *engine.Settings) {
+		s.Limits = func(core.ConversationKey) engine.Limits { return engine.Limits{CostPerDayUSD: 0.4} }
+	})
+	for i, text := range []string{"costly a", "costly b"} {
+		c.send(alice, text)
+		c.waitTextN("tokens", i+1)
+		c.idle()
+	}
+	c.send(alice, "costly c")
+	c.waitText("⏳ Your turns here have cost $0.50 in the last 24 h, the limit is $0.40. You can go on at ")
+	c.idle()
+	if n := c.count("tokens"); n != 2 {
+		t.Errorf("%d turns ran, want 2: the one over the limit must not start an agent", n)
+	}
+}

@@ -49,6 +49,8 @@ type Settings struct {
 	// Route picks the profile name for a conversation; nil means always
 	// DefaultProfile.
 	Route func(core.ConversationKey) string
+	// Limits returns the per-user limits in a conversation; nil = none.
+	Limits func(core.ConversationKey) Limits
 	// Choices returns the profiles /agent offers in a conversation besides
 	// the route's; nil offers none.
 	Choices    func(core.ConversationKey) []string
@@ -279,6 +281,13 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 			}
 		default: // busy
 			e.refuseBusy(ctx, p, m, fmt.Sprintf(textBusy, waiting))
+		}
+		return
+	}
+	if text := e.overLimit(ctx, s, p.Name(), m); text != "" {
+		if !e.seen(ctx, p, m, nil) {
+			obs.Message(p.Name(), "limited")
+			e.say(ctx, p, m, text)
 		}
 		return
 	}

@@ -7,7 +7,7 @@ import "time"
 type Observer interface {
 	// Message counts an incoming message by what became of it: "turn",
 	// "command", "duplicate", "denied", "busy", "overflow" (dropped by a
-	// full intake) or "draining".
+	// full intake), "draining" or "limited" (its sender is over a limit).
 	Message(platform, result string)
 	// TurnStarted and TurnFinished bracket a turn; result is "ok", "error",
 	// "timeout", "stopped" or "start_failed".
@@ -24,7 +24,7 @@ type Observer interface {
 // backend can show every series at zero before it first happens. A result
 // the engine starts reporting belongs here too.
 var (
-	MessageResults    = []string{"turn", "command", "duplicate", "denied", "busy", "overflow", "draining"}
+	MessageResults    = []string{"turn", "command", "duplicate", "denied", "busy", "overflow", "draining", "limited"}
 	TurnResults       = []string{"ok", "error", "timeout", "stopped", "start_failed"}
 	PermissionResults = []string{"allowed", "denied", "timeout", "turn_ended", "auto_allowed"}
 )
