@@ -536,3 +536,33 @@ func TestE2ENoticesInDraftModeAreRealMessages(t *testing.T) {
 		t.Errorf("%d drafts for a notice; want none", n)
 	}
 }
+
+// A long answer streamed as a draft: when it outgrows the message, the
+// piece the user read becomes a real message as it was shown (at most a
+// partly shown word moves on), never re-split shorter, and the answer goes
+// on in the next message.
+func TestE2EDraftFullPieceKeepsWhatWasShown(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	t.Cleanup(fake.Close)
+	startStack(t, fake, "", nil, withDrafts)
+	fake.Push(telegramtest.PrivateMessage(1, alice, "essay"))
+	waitMsg(t, fake, 1001, contains("The end."))
+	msgs := fake.Messages(1001)
+	if len(msgs) < 2 {
+		t.Fatalf("%d messages; want the essay in at least two", len(msgs))
+	}
+	longest := map[string]int{} // draft id → longest text it showed
+	for _, d := range fake.Calls("sendMessageDraft") {
+		id, n := d.Form.Get("draft_id"), len(d.Form.Get("text"))
+		if n < longest[id]-20 {
+			t.Errorf("draft %s went from %d to %d characters: text the user read vanished", id, longest[id], n)
+		}
+		longest[id] = max(longest[id], n)
+	}
+	if first := len(msgs[0].Text); first < longest["1"]-20 {
+		t.Errorf("the first message has %d characters; its draft showed %d", first, longest["1"])
+	}
+	if !strings.Contains(msgs[0].Text, "Paragraph 0:") || strings.Contains(msgs[1].Text, "Paragraph 0:") {
+		t.Errorf("messages start %.40q, %.40q", msgs[0].Text, msgs[1].Text)
+	}
+}

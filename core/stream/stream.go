@@ -241,6 +241,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 		groupStart  time.Time // when the current group's first message was sent
 		replied     bool      // a message carrying opts.ReplyTo is on the platform
 		finalized   int       // sent[:finalized] were finalized (core.MessageFinalizer)
+		shownTo     int       // the output offset the group's last message shows up to
 	)
 	if maxText <= 0 {
 		maxText = 4000
@@ -267,7 +268,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 				groupStart = time.Now() // nowhere to cut yet; look again later
 			}
 		}
-		md, final := s.compose(win)
+		md, final, composedTo := s.compose(win)
 		dialect := s.lim.Dialect
 		if plainMode {
 			dialect = render.Plain
@@ -275,6 +276,18 @@ func (s *Presenter) loop(ctx context.Context) error {
 		var want []string
 		if md != "" {
 			want = render.Split(md, dialect, maxText)
+		}
+		if win.to < 0 && len(want) > 1 && len(sent) == 1 && !placeholder && shownTo > win.from {
+			// The reply outgrew its message. Re-splitting would move text
+			// the user read into the next message: keep the message as it
+			// is shown and go on in a new one.
+			s.mu.Lock()
+			out := s.output.String()
+			s.mu.Unlock()
+			if cut := keepCut(out, win.from, shownTo); cut > win.from {
+				win.to = cut
+				continue
+			}
 		}
 		var quietDue time.Time // when the quiet line changes next
 		if final == nil && win.to < 0 && len(want) > 0 {
@@ -318,7 +331,10 @@ func (s *Presenter) loop(ctx context.Context) error {
 			if win.to >= 0 {
 				// The closing group shows its part: open the next group.
 				s.finalize(ctx, sent[finalized:])
-				win, sent, groupStart, finalized = window{from: win.to, to: -1}, nil, time.Time{}, 0
+				s.mu.Lock()
+				lead := fenceAt(s.output.String(), win.to)
+				s.mu.Unlock()
+				win, sent, groupStart, finalized, shownTo = window{from: win.to, to: -1, lead: lead}, nil, time.Time{}, 0, 0
 				continue
 			}
 			if final != nil {
@@ -406,6 +422,9 @@ func (s *Presenter) loop(ctx context.Context) error {
 			placeholder = wantPlaceholder
 			if idx == len(sent)-1 {
 				s.show(m, placeholder)
+				if !placeholder {
+					shownTo = composedTo
+				}
 			}
 			continue
 		}
@@ -683,12 +702,18 @@ func clock(d time.Duration) string {
 // window is the part of the output a group of messages shows: output[from:to]
 // (to < 0: to the end). A reply moves to a new group of messages when its
 // messages get too old to edit (Limits.EditWindow).
-type window struct{ from, to int }
+type window struct {
+	from, to int
+	// lead is the code fence line output[from] is inside of, if any: the
+	// group's Markdown starts with it, so a continued code block stays
+	// one (with its indentation) in the next message.
+	lead string
+}
 
 // compose builds the Markdown source of the reply's current group of
 // messages as it stands. The final parts (error, notice, footer) belong to
 // the open-ended last group only.
-func (s *Presenter) compose(w window) (string, *Final) {
+func (s *Presenter) compose(w window) (md string, final *Final, end int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var b strings.Builder
@@ -701,7 +726,10 @@ func (s *Presenter) compose(w window) (string, *Final) {
 		to = w.to
 	}
 	body := out[w.from:to]
-	final := s.final
+	if w.lead != "" && body != "" {
+		body = w.lead + "\n" + body
+	}
+	final = s.final
 	if w.to >= 0 {
 		final = nil // a closing group gets no final parts
 	} else if final != nil && final.Reply != "" {
@@ -713,7 +741,7 @@ func (s *Presenter) compose(w window) (string, *Final) {
 	if final != nil {
 		appendBlock(&b, ending(final, b.Len() == 0 && w.from == 0))
 	}
-	return b.String(), final
+	return b.String(), final, to
 }
 
 // ending is the Markdown that closes a reply: the error, the notice, a
@@ -733,6 +761,46 @@ func ending(f *Final, empty bool) string {
 		appendBlock(&b, "_"+render.EscapeMarkdown(f.Footer)+"_")
 	}
 	return b.String()
+}
+
+// keepCut returns where a group showing out[from:shown] closes so that
+// its message keeps the text it shows: at shown when that is a word
+// boundary, else before the word it showed only in part, which moves to
+// the next message whole (a complete word never leaves a message).
+func keepCut(out string, from, shown int) int {
+	if shown >= len(out) || isSpace(out[shown]) || isSpace(out[shown-1]) {
+		return shown
+	}
+	if i := strings.LastIndexAny(out[from:shown], " \t\n"); i >= 0 {
+		return from + i + 1
+	}
+	return shown
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
+
+// fenceAt returns the opening line of the code fence out[at] is inside of
+// ("```go"), or "" outside any fence.
+func fenceAt(out string, at int) string {
+	open := ""
+	pos := 0
+	for pos < at {
+		end := strings.IndexByte(out[pos:], '\n')
+		if end < 0 || pos+end >= at {
+			break // the line at is in is not complete: it cannot open or close
+		}
+		line := out[pos : pos+end]
+		trimmed := strings.TrimLeft(line, " ")
+		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+			if open == "" {
+				open = line
+			} else {
+				open = ""
+			}
+		}
+		pos += end + 1
+	}
+	return open
 }
 
 // blockCut returns the end of the last complete top-level block in

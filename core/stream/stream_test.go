@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -469,6 +470,48 @@ func TestFinalDoesNotWaitForAnInterimTurn(t *testing.T) {
 		edits := p.CallsOf(platformtest.OpEdit)
 		if len(edits) != 2 {
 			t.Fatalf("%d edits; want the refused interim one and the final one", len(edits))
+		}
+	})
+}
+
+// TestOverflowKeepsMessagesAsShown: a reply that outgrows its message
+// keeps that message as it was shown (no word it showed moves away) and
+// goes on in a new one, whatever the splitter would prefer.
+func TestOverflowKeepsMessagesAsShown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(300, 100*time.Millisecond))
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		for i := range 200 {
+			s.Partial(stream.RoleOutput, fmt.Sprintf("m%03d ", i))
+			if i%40 == 39 {
+				s.Partial(stream.RoleOutput, "\n\n") // block boundaries the splitter likes to cut at
+			}
+			time.Sleep(30 * time.Millisecond)
+		}
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		shown := map[string][]string{} // message → words it showed last
+		for _, c := range p.Calls() {
+			if (c.Op != platformtest.OpSend && c.Op != platformtest.OpEdit) || c.Err != nil {
+				continue
+			}
+			words := strings.Fields(c.Post.Text)
+			for _, w := range shown[c.Ref.ID] {
+				if !slices.Contains(words, w) {
+					t.Fatalf("message %s showed %q, then lost it: %q", c.Ref.ID, w, c.Post.Text)
+				}
+			}
+			shown[c.Ref.ID] = words
+		}
+		all := strings.Fields(strings.Join(p.Texts(conv), " "))
+		if len(all) != 200 || len(shown) < 4 {
+			t.Fatalf("%d words in %d messages; want all 200 words once, in several messages", len(all), len(shown))
+		}
+		for i, w := range all {
+			if w != fmt.Sprintf("m%03d", i) {
+				t.Fatalf("word %d is %q", i, w)
+			}
 		}
 	})
 }
