@@ -241,7 +241,9 @@ func (s *Presenter) loop(ctx context.Context) error {
 		groupStart  time.Time // when the current group's first message was sent
 		replied     bool      // a message carrying opts.ReplyTo is on the platform
 		finalized   int       // sent[:finalized] were finalized (core.MessageFinalizer)
-		shownTo     int       // the output offset the group's last message shows up to
+		shownTo     int       // the output offset the group's last message shows up to,
+		shownLen    int       // in a piece this long (render.Length, without the quiet line)
+		pieceLen    int       // render.Length of want's last piece, without the quiet line
 	)
 	if maxText <= 0 {
 		maxText = 4000
@@ -277,10 +279,12 @@ func (s *Presenter) loop(ctx context.Context) error {
 		if md != "" {
 			want = render.Split(md, dialect, maxText)
 		}
-		if win.to < 0 && len(want) > 1 && len(sent) == 1 && !placeholder && shownTo > win.from {
-			// The reply outgrew its message. Re-splitting would move text
-			// the user read into the next message: keep the message as it
-			// is shown and go on in a new one.
+		if k := len(sent) - 1; win.to < 0 && len(want) > len(sent) && k >= 0 && !placeholder && shownTo > win.from &&
+			render.Length(want[k]) < shownLen {
+			// The reply outgrew its last message, and the splitter would
+			// now cut that message shorter than it is shown, moving text
+			// the user read into the next one: keep the messages as they
+			// are shown and go on in new ones.
 			s.mu.Lock()
 			out := s.output.String()
 			s.mu.Unlock()
@@ -290,6 +294,9 @@ func (s *Presenter) loop(ctx context.Context) error {
 			}
 		}
 		var quietDue time.Time // when the quiet line changes next
+		if len(want) > 0 {
+			pieceLen = render.Length(want[len(want)-1])
+		}
 		if final == nil && win.to < 0 && len(want) > 0 {
 			var line string
 			line, quietDue = s.quiet(time.Now())
@@ -334,7 +341,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 				s.mu.Lock()
 				lead := fenceAt(s.output.String(), win.to)
 				s.mu.Unlock()
-				win, sent, groupStart, finalized, shownTo = window{from: win.to, to: -1, lead: lead}, nil, time.Time{}, 0, 0
+				win, sent, groupStart, finalized, shownTo, shownLen = window{from: win.to, to: -1, lead: lead}, nil, time.Time{}, 0, 0, 0
 				continue
 			}
 			if final != nil {
@@ -422,8 +429,9 @@ func (s *Presenter) loop(ctx context.Context) error {
 			placeholder = wantPlaceholder
 			if idx == len(sent)-1 {
 				s.show(m, placeholder)
-				if !placeholder {
-					shownTo = composedTo
+				if !placeholder && idx == len(want)-1 {
+					// It shows the whole text composed (not a piece of it).
+					shownTo, shownLen = composedTo, pieceLen
 				}
 			}
 			continue
