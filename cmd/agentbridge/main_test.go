@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentbridge/agentbridge/internal/testagent"
 	"github.com/agentbridge/agentbridge/profiles"
 )
 
@@ -23,6 +24,9 @@ func TestMain(m *testing.M) {
 	// A test runs agentbridge itself as a process (see startServe).
 	if os.Getenv(mainEnv) != "" {
 		main()
+	}
+	if os.Getenv(testagent.Env) != "" { // the scripted agent of internal/testagent
+		os.Exit(testagent.Run(os.Stdin, os.Stdout))
 	}
 	if mode, ok := os.LookupEnv("AGENTBRIDGE_TEST_AGENT"); ok {
 		os.Exit(testAgent(mode))
