@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/adapters/discord/discordtest"
+	"github.com/agentbridge/agentbridge/adapters/slack/slacktest"
 	"github.com/agentbridge/agentbridge/adapters/telegram/telegramtest"
 	"github.com/agentbridge/agentbridge/internal/testagent"
 )
@@ -192,5 +196,173 @@ telegram:
 	}
 	if strings.Contains(b.logText(), "CONTROL-SECRET") {
 		t.Error("the token is in serve's log")
+	}
+}
+
+// controlConfig is a serve config offering profiles a (default) and b, with
+// the platform section given.
+func controlConfig(t *testing.T, section string) string {
+	t.Helper()
+	dir := t.TempDir()
+	return writeConfig(t, fmt.Sprintf(`store: %s
+profiles: {a: %s, b: %s}
+default_profile: a
+presenter: {placeholder_delay: 0s}
+%s`, filepath.Join(dir, "bridge.db"), controlProfile(t, dir, "a", ""), controlProfile(t, dir, "b", "description: the second agent\n"), section))
+}
+
+// TestServeAgentControlSlack: "@bot agent" in a Slack thread shows the
+// agents as buttons; a press switches the thread, a stranger's press gets
+// an ephemeral refusal, and switching back resumes the first agent's
+// session (serve, the fake Slack, real agent processes, a real store).
+func TestServeAgentControlSlack(t *testing.T) {
+	fake := slacktest.NewServer(slacktest.Options{})
+	defer fake.Close()
+	t.Setenv("TEST_SLACK_BOT_TOKEN", fake.Options().BotToken)
+	t.Setenv("TEST_SLACK_APP_TOKEN", fake.Options().AppToken)
+	cfg := controlConfig(t, fmt.Sprintf(`slack:
+  enabled: true
+  api_url: %s
+  bot_token: ${TEST_SLACK_BOT_TOKEN}
+  app_token: ${TEST_SLACK_APP_TOKEN}
+  allow_users: [U1]
+  profiles: [b]
+`, fake.APIURL()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, stderr) }()
+	find := func(what, thread, sub string) slacktest.Message {
+		t.Helper()
+		var m slacktest.Message
+		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+		defer wcancel()
+		if err := fake.WaitFor(wctx, func(s *slacktest.State) bool {
+			var ok bool
+			m, ok = s.Message(thread, sub)
+			return ok
+		}); err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, stderr.String())
+		}
+		return m
+	}
+	if err := fake.WaitFor(ctx, func(s *slacktest.State) bool { return s.Connected() > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	const thread = "500.000001"
+	post := func(id, ts, text string) {
+		fake.SendEvent(id, map[string]any{"type": "app_mention", "user": "U1", "text": "<@UBOT> " + text,
+			"ts": ts, "thread_ts": thread, "channel": "C1", "event_ts": ts})
+	}
+	fake.SendEvent("E1", map[string]any{"type": "app_mention", "user": "U1", "text": "<@UBOT> msg-one", "ts": thread, "channel": "C1", "event_ts": thread})
+	one := find("first reply", thread, "msg-one")
+	idA := strings.Fields(one.Text)[1]
+	post("E2", "500.000002", "agent")
+	menu := find("the menu", thread, "Agents here")
+	if got := strings.Join(menu.Buttons(), " "); got != "agent:a agent:b" {
+		t.Fatalf("menu buttons %q, want agent:a agent:b", got)
+	}
+	fake.Press("U9", "C1", thread, menu.TS, "agent:b")
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	if err := fake.WaitFor(wctx, func(s *slacktest.State) bool { return s.Calls("chat.postEphemeral") > 0 }); err != nil {
+		t.Fatalf("the stranger's press got no ephemeral refusal: %v\n%s", err, stderr.String())
+	}
+	fake.Press("U1", "C1", thread, menu.TS, "agent:b")
+	find("the switch", thread, "Switched to b — the second agent")
+	post("E3", "500.000003", "msg-two")
+	if two := find("b's reply", thread, "msg-two"); !strings.HasPrefix(two.Text, "new ") || strings.Contains(two.Text, idA) {
+		t.Errorf("b's reply %q, want a new session of its own", two.Text)
+	}
+	post("E4", "500.000004", "agent a")
+	find("the switch back", thread, "Switched to a")
+	post("E5", "500.000005", "msg-three")
+	if three := find("a's reply", thread, "msg-three"); !strings.Contains(three.Text, "resumed "+idA) {
+		t.Errorf("back on a: %q, want %s resumed", three.Text, idA)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve = %v", err)
+	}
+}
+
+// TestServeAgentControlDiscord: the /agent slash command's agent
+// subcommand shows the menu with buttons (ephemeral), a press switches
+// the channel, and "/agent agent name:a" switches back to a's session.
+func TestServeAgentControlDiscord(t *testing.T) {
+	t.Setenv("AGENTBRIDGE_TEST_DISCORD_TOKEN", discordTestToken)
+	fake := discordtest.NewServer(discordTestToken)
+	defer fake.Close()
+	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
+	cfg := controlConfig(t, fmt.Sprintf(`discord:
+  enabled: true
+  token: ${AGENTBRIDGE_TEST_DISCORD_TOKEN}
+  api_url: %s
+  allow_users: ["111"]
+  profiles: [b]
+`, fake.URL))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := newSyncBuffer()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, stderr) }()
+	waitDiscord(t, fake, "gateway", fake.Connected)
+	reply := func(what, sub string) string {
+		t.Helper()
+		var found string
+		waitDiscord(t, fake, what, func() bool {
+			for _, c := range fake.Contents("C1") {
+				if strings.Contains(c, sub) {
+					found = c
+					return true
+				}
+			}
+			return false
+		})
+		return found
+	}
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M1", "C1", "G1", discordAlice, "msg-one", true))
+	idA := strings.Fields(reply("first reply", "msg-one"))[1]
+
+	fake.Dispatch("INTERACTION_CREATE", discordtest.SlashCommand("I1", "itok-menu", "C1", "G1", discordAlice, "agent", ""))
+	var menu discordtest.Response
+	waitDiscord(t, fake, "the menu as the slash response", func() bool {
+		var ok bool
+		menu, ok = fake.Interaction("itok-menu")
+		return ok && strings.Contains(menu.Content, "Agents here")
+	})
+	if menu.Flags != 64 {
+		t.Errorf("menu flags %d, want ephemeral (64)", menu.Flags)
+	}
+	// The menu's buttons: pressed as Discord would, by custom id.
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M2", "C1", "G1", discordAlice, "agent", true))
+	var withButtons discordtest.Message
+	waitDiscord(t, fake, "the typed menu with buttons", func() bool {
+		for _, m := range fake.Messages("C1") {
+			if strings.Contains(m.Content, "Agents here") && strings.Contains(string(m.Components), `"custom_id":"agent:b"`) {
+				withButtons = m
+				return true
+			}
+		}
+		return false
+	})
+	fake.Dispatch("INTERACTION_CREATE", discordtest.ButtonPress("I2", "itok-press", "C1", "G1", withButtons.ID, discordAlice, "agent:b"))
+	reply("the switch", "Switched to b — the second agent")
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M3", "C1", "G1", discordAlice, "msg-two", true))
+	if two := reply("b's reply", "msg-two"); !strings.HasPrefix(two, "new ") || strings.Contains(two, idA) {
+		t.Errorf("b's reply %q, want a new session", two)
+	}
+	fake.Dispatch("INTERACTION_CREATE", discordtest.SlashCommand("I3", "itok-back", "C1", "G1", discordAlice, "agent", "a"))
+	// The switch waits for the conversation's lane, so its answer follows
+	// in the channel.
+	reply("the switch back", "Switched to a")
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M4", "C1", "G1", discordAlice, "msg-three", true))
+	if three := reply("a's reply", "msg-three"); !strings.Contains(three, "resumed "+idA) {
+		t.Errorf("back on a: %q, want %s resumed", three, idA)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve = %v\n%s", err, stderr.String())
 	}
 }
