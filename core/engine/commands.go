@@ -212,11 +212,17 @@ func (e *Engine) forgetSession(ctx context.Context, p core.Platform, m core.Mess
 	})
 }
 
+// laneCommandWait bounds how long the intake waits for a command that runs
+// on an idle lane: longer than a notice's send with its retries.
+const laneCommandWait = 45 * time.Second
+
 // onLane runs a command that changes the session on the conversation's
 // lane, so it never races a turn that is still saving its session: at once
 // when the lane is idle, after the queued turns otherwise.
 func (e *Engine) onLane(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, fn func(context.Context)) {
+	done := make(chan struct{})
 	pos, err := e.lanes.Enqueue(key, lane.Job{ID: "cmd-" + newID(), Run: func(ctx context.Context) {
+		defer close(done)
 		fn(context.WithoutCancel(ctx))
 	}})
 	switch {
@@ -224,6 +230,19 @@ func (e *Engine) onLane(ctx context.Context, p core.Platform, m core.Message, ke
 		e.say(ctx, p, m, "🚦 Busy: please try again when the current answer is done.")
 	case pos > 0:
 		e.say(ctx, p, m, "⏳ A turn is running; this takes effect after it.")
+	default:
+		// It runs now, on the lane's goroutine: wait for it, so that its
+		// answer comes before the answers to the conversation's later
+		// events, as the intake's order promises ("/new" then "/session").
+		// The bound only matters if a stop drops the job before the lane
+		// takes it up, when done never closes.
+		wait := time.NewTimer(laneCommandWait)
+		defer wait.Stop()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-wait.C:
+		}
 	}
 }
 

@@ -479,6 +479,32 @@ func TestSessionCommands(t *testing.T) {
 	h.waitTextN("Sessions here:", 2)
 }
 
+// TestLaneCommandAnsweredInOrder: a command that runs on an idle lane
+// (/new) is answered before a command sent right after it (/session), as
+// the intake handles a conversation's events in order; before, the lane's
+// goroutine raced the intake and the second answer usually came first.
+func TestLaneCommandAnsweredInOrder(t *testing.T) {
+	h := newHarness(t, "", nil)
+	for i := range 3 {
+		h.send(alice, "/new")
+		h.send(alice, "/session")
+		h.waitTextN("Active session:", i+1)
+		h.waitTextN("Fresh session started", i+1)
+	}
+	var order []string
+	for _, m := range h.plat.Messages(conv) {
+		switch {
+		case strings.Contains(m.Post.Text, "Fresh session started"):
+			order = append(order, "new")
+		case strings.Contains(m.Post.Text, "Active session:"):
+			order = append(order, "session")
+		}
+	}
+	if want := []string{"new", "session", "new", "session", "new", "session"}; !slices.Equal(order, want) {
+		t.Errorf("answers came in the order %v, want %v", order, want)
+	}
+}
+
 func TestRestartMarksInterruptedTurns(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "bridge.db")
 	h := newHarness(t, dbPath, nil)
