@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -256,6 +257,30 @@ func (c *Config) LimitsFor(conv core.ConversationKey) Limits {
 		}
 	}
 	return l
+}
+
+// OfferedProfiles returns, sorted, every profile /agent may offer in the
+// conversations of account: the defaults and lists of the routes that can
+// match it, the platform's list and default_profile.
+func (c *Config) OfferedProfiles(account string) []string {
+	set := map[string]bool{c.DefaultProfile: true}
+	for _, a := range c.Accounts {
+		if a.Name == account {
+			for _, p := range a.Section.Shared().Profiles {
+				set[p] = true
+			}
+		}
+	}
+	for _, r := range c.Routes {
+		if r.Platform == "" || r.Platform == account {
+			set[r.Profile] = true
+			for _, p := range r.Profiles {
+				set[p] = true
+			}
+		}
+	}
+	delete(set, "")
+	return slices.Sorted(maps.Keys(set))
 }
 
 // ProfileChoices returns the profiles /agent offers in conv: the default

@@ -604,6 +604,13 @@ routes:
 			t.Errorf("ProfileChoices(%v) = %q, want %q", tt.conv, got, tt.want)
 		}
 	}
+	// Discord's slash choices: everything the account's conversations may offer.
+	if got := strings.Join(cfg.OfferedProfiles("telegram"), " "); got != "b c demo" {
+		t.Errorf("OfferedProfiles(telegram) = %q", got)
+	}
+	if got := strings.Join(cfg.OfferedProfiles("slack"), " "); got != "a b c demo" {
+		t.Errorf("OfferedProfiles(slack) = %q", got)
+	}
 }
 
 // LimitsFor: the platform's limits, overridden field by field by the first

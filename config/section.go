@@ -70,6 +70,10 @@ type Deps struct {
 	// Presenter is the config's presenter section, for adapters whose
 	// streaming depends on it.
 	Presenter Presenter
+	// Profiles are the profiles /agent may offer in the account's
+	// conversations (Config.OfferedProfiles), for a platform that
+	// registers fixed choices (Discord's slash command).
+	Profiles []string
 }
 
 // Account is one configured platform account: a section of the file.

@@ -44,6 +44,9 @@ type Command struct {
 	Arg string
 	// ArgDescription describes the argument (Discord shows it).
 	ArgDescription string
+	// ArgProfile marks an argument that names a profile: a platform that
+	// registers fixed choices offers the configured profiles.
+	ArgProfile bool
 	// Access says who may use the command.
 	Access CommandAccess
 	// Effect says whether the command changes the conversation.
@@ -72,7 +75,7 @@ var Commands = []Command{
 	{Name: "stop", Description: "stop the running turn and cancel queued messages", Effect: Changes},
 	{Name: "status", Description: "show the running turn, the queue and the session"},
 	{Name: "agent", Description: "show the agents offered here with the current one marked, or switch to NAME",
-		Arg: "NAME", ArgDescription: "the profile to switch this conversation to", Effect: ChangesWithArg},
+		Arg: "NAME", ArgDescription: "the profile to switch this conversation to", ArgProfile: true, Effect: ChangesWithArg},
 	{Name: "session", Description: "switch to (or create) the session NAME; without NAME, show the active one",
 		Arg: "NAME", ArgDescription: "session name: letters, digits, '.', '_' or '-'", Effect: ChangesWithArg},
 	{Name: "sessions", Description: "list this conversation's sessions with their agent, turns and last use"},

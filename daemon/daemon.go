@@ -80,7 +80,8 @@ func Serve(ctx context.Context, opts Options) error {
 	var platforms []core.Platform
 	var names []string
 	for _, a := range accounts {
-		p, err := a.NewAdapter(config.Deps{Store: st, Log: log.With("adapter", a.Name), Presenter: cfg.Presenter})
+		p, err := a.NewAdapter(config.Deps{Store: st, Log: log.With("adapter", a.Name), Presenter: cfg.Presenter,
+			Profiles: cfg.OfferedProfiles(a.Name)})
 		if err != nil {
 			return fmt.Errorf("start %s adapter: %w", a.Name, err)
 		}

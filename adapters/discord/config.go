@@ -57,5 +57,6 @@ func fromConfig(c *Config, deps config.Deps) (*Adapter, error) {
 		CommandPrefix:    c.CommandPrefix,
 		SlashCommands:    true,
 		SlashGuilds:      c.SlashCommandsGuilds,
+		SlashProfiles:    deps.Profiles,
 	}, deps.Log)
 }

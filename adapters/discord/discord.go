@@ -69,6 +69,9 @@ type Options struct {
 	SlashCommands bool
 	// SlashGuilds are the guild ids to register /agent in.
 	SlashGuilds []string
+	// SlashProfiles are offered as the choices of "/agent agent name:"
+	// (when there are 2 to 25 of them; others can still be typed).
+	SlashProfiles []string
 }
 
 // Adapter is the Discord core.Platform. Create it with New.

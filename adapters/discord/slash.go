@@ -26,9 +26,10 @@ const defaultPrefix = "!"
 
 // applicationCommands is the body of the bulk overwrite: one /agent
 // command with a subcommand per bridge command (core.Commands); a
-// command's argument is its string option "name". global adds the contexts
+// command's argument is its string option "name", whose choices are
+// profiles for a command that takes a profile. global adds the contexts
 // (servers and DMs with the bot) that only global commands take.
-func applicationCommands(global bool) []*discordgo.ApplicationCommand {
+func applicationCommands(global bool, profiles []string) []*discordgo.ApplicationCommand {
 	cmd := &discordgo.ApplicationCommand{
 		Name:        SlashCommand,
 		Type:        discordgo.ChatApplicationCommand,
@@ -45,13 +46,21 @@ func applicationCommands(global bool) []*discordgo.ApplicationCommand {
 			Description: sentence(c.Description),
 		}
 		if c.Arg != "" {
-			opt.Options = []*discordgo.ApplicationCommandOption{{
+			arg := &discordgo.ApplicationCommandOption{
 				Type:        discordgo.ApplicationCommandOptionString,
 				Name:        argOption,
 				Description: sentence(c.ArgDescription),
 				MinLength:   &one,
 				MaxLength:   64,
-			}}
+			}
+			// Discord takes at most 25 choices; a choice list is only
+			// worth it with something to choose.
+			if c.ArgProfile && len(profiles) >= 2 && len(profiles) <= 25 {
+				for _, p := range profiles {
+					arg.Choices = append(arg.Choices, &discordgo.ApplicationCommandOptionChoice{Name: p, Value: p})
+				}
+			}
+			opt.Options = []*discordgo.ApplicationCommandOption{arg}
 		}
 		cmd.Options = append(cmd.Options, opt)
 	}
@@ -69,7 +78,7 @@ func (a *Adapter) registerCommands(ctx context.Context, appID string) {
 	}
 	for _, g := range guilds {
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err := a.sess.ApplicationCommandBulkOverwrite(appID, g, applicationCommands(g == ""),
+		_, err := a.sess.ApplicationCommandBulkOverwrite(appID, g, applicationCommands(g == "", a.opts.SlashProfiles),
 			discordgo.WithContext(rctx), discordgo.WithRetryOnRatelimit(false))
 		cancel()
 		where := "globally"

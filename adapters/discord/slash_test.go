@@ -36,6 +36,10 @@ type registeredCommand struct {
 			Type     int    `json:"type"`
 			Name     string `json:"name"`
 			Required bool   `json:"required"`
+			Choices  []struct {
+				Name  string `json:"name"`
+				Value string `json:"value"`
+			} `json:"choices"`
 		} `json:"options"`
 	} `json:"options"`
 }
@@ -48,7 +52,7 @@ func TestSlashRegistration(t *testing.T) {
 		want    []string // where commands end up registered; "" = globally
 		wantLog string
 	}{
-		{name: "per guild", opts: Options{SlashCommands: true, SlashGuilds: []string{"G1", "G2"}}, want: []string{"G1", "G2"}},
+		{name: "per guild", opts: Options{SlashCommands: true, SlashGuilds: []string{"G1", "G2"}, SlashProfiles: []string{"claude", "codex"}}, want: []string{"G1", "G2"}},
 		{name: "global", opts: Options{SlashCommands: true}, want: []string{""}},
 		{name: "a refused guild is logged, the others registered", opts: Options{SlashCommands: true, SlashGuilds: []string{"G1", "G2"}},
 			refuse: "G1", want: []string{"G2"}, wantLog: "Missing Access"},
@@ -82,6 +86,18 @@ func TestSlashRegistration(t *testing.T) {
 						t.Errorf("option %s has type %d, want a subcommand (1)", o.Name, o.Type)
 					}
 					subs = append(subs, o.Name)
+					if o.Name == "agent" {
+						var choices []string
+						for _, o := range o.Options {
+							for _, c := range o.Choices {
+								choices = append(choices, c.Name+"="+c.Value)
+							}
+						}
+						want := map[bool]string{true: "claude=claude codex=codex", false: ""}[tc.opts.SlashProfiles != nil]
+						if got := strings.Join(choices, " "); got != want {
+							t.Errorf("agent choices %q, want %q", got, want)
+						}
+					}
 					if o.Name == "session" && (len(o.Options) != 1 || o.Options[0].Name != "name" || o.Options[0].Type != 3 || o.Options[0].Required) {
 						t.Errorf("session options = %+v, want one optional string \"name\"", o.Options)
 					}
