@@ -125,7 +125,11 @@ func (r *slashReply) take() bool {
 // token's 15 minutes.
 func (a *Adapter) respond(ctx context.Context, r *slashReply, p core.Post) (core.MessageRef, bool) {
 	text := content(p)
-	m, err := a.sess.InteractionResponseEdit(r.i, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()},
+	edit := &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}
+	if comps := components(p.Buttons); comps != nil {
+		edit.Components = &comps // the /agent menu's buttons
+	}
+	m, err := a.sess.InteractionResponseEdit(r.i, edit,
 		discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
 	if err != nil {
 		a.log.Warn("answering a slash command failed; posting in the channel", "conv", r.conv, "err", a.translate("edit interaction response", err))
