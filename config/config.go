@@ -66,6 +66,11 @@ type Config struct {
 	Presenter   Presenter
 	Log         Log
 	Metrics     Metrics
+	// Schedules are turns the bridge starts at cron times.
+	Schedules []Schedule
+	// Trigger is the HTTP endpoint that starts turns; off unless Listen
+	// is set.
+	Trigger Trigger
 	// Accounts are the platform sections: each kind's first account, set
 	// in the file or not, in the order of Options.Platforms, then each
 	// KIND/NAME section in file order.
@@ -103,6 +108,42 @@ func (r Route) Matches(conv core.ConversationKey) bool {
 	return (r.Platform == "" || r.Platform == conv.Platform) &&
 		(r.Workspace == "" || r.Workspace == conv.Workspace) &&
 		(r.Channel == "" || r.Channel == conv.Channel)
+}
+
+// Schedule is one entry of schedules: a message sent to the agent as a
+// turn in one conversation at the times a cron expression gives.
+type Schedule struct {
+	Name string
+	// Platform, Workspace, Channel and Thread name the conversation as
+	// routes do: Platform is an account's section key, Channel the Slack
+	// or Discord channel or the Telegram chat id, Thread optional.
+	Platform, Workspace, Channel, Thread string
+	// Cron is a five-field expression (an optional leading seconds field,
+	// @daily and the like accepted), read in TimeZone.
+	Cron string
+	// TimeZone is an IANA zone name; UTC when not set. Location is it
+	// loaded.
+	TimeZone string
+	Location *time.Location
+	Message  string
+	Profile  string // "" uses the conversation's route
+	Session  string // "" uses the conversation's active session
+	// CatchUp is how old a run missed while the bridge was down may be
+	// and still run once at start-up; 0 never catches up.
+	CatchUp time.Duration
+}
+
+// Conv is the conversation the schedule's turns run in.
+func (s Schedule) Conv() core.ConversationKey {
+	return core.ConversationKey{Platform: s.Platform, Workspace: s.Workspace, Channel: s.Channel, Thread: s.Thread}
+}
+
+// Trigger configures the HTTP endpoint that starts turns (POST /v1/turns).
+type Trigger struct {
+	// Listen is the host:port to serve on; empty is off.
+	Listen string
+	// Token is the bearer token every request must carry.
+	Token core.Secret
 }
 
 // Presenter tunes how a turn's output is shown in chat.

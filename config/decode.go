@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/internal/yamlnode"
+	"github.com/agentbridge/agentbridge/schedule"
 )
 
 // decoder walks the YAML node tree of one file into a Config. It collects
@@ -184,6 +185,11 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 		})},
 		{"metrics", d.sub([]field{
 			{"listen", d.str(&c.Metrics.Listen)},
+		})},
+		{"schedules", func(n *yaml.Node, p string) { d.schedules(n, p, c) }},
+		{"trigger", d.sub([]field{
+			{"listen", d.str(&c.Trigger.Listen)},
+			{"token", d.secret(&c.Trigger.Token)},
 		})},
 	}, d.accounts(c)...), func(name, p string, k, v *yaml.Node) bool { return d.account(name, p, k, v, c) })
 }
@@ -677,5 +683,42 @@ func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
 			{"profiles", d.list(&rt.Profiles)},
 		}, d.limitFields(&rt.Limits)...))
 		c.Routes = append(c.Routes, rt)
+	}
+}
+
+// schedules decodes the schedule list. Expressions, zones and references
+// are checked by validate.
+func (d *decoder) schedules(n *yaml.Node, path string, c *Config) {
+	r := resolve(n)
+	if isNull(r) {
+		return
+	}
+	if r.Kind != yaml.SequenceNode {
+		d.fail(n.Line, path, "expected a list of schedules, got %s", yamlnode.Describe(r))
+		return
+	}
+	c.Schedules = make([]Schedule, 0, len(r.Content))
+	for i, item := range r.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		d.lines[p] = item.Line
+		if isNull(resolve(item)) {
+			d.fail(item.Line, p, "expected a schedule mapping, got nothing")
+			continue
+		}
+		s := Schedule{CatchUp: schedule.DefaultCatchUp}
+		d.mapping(item, p, []field{
+			{"name", d.str(&s.Name)},
+			{"platform", d.str(&s.Platform)},
+			{"workspace", d.str(&s.Workspace)},
+			{"channel", d.str(&s.Channel)},
+			{"thread", d.str(&s.Thread)},
+			{"cron", d.str(&s.Cron)},
+			{"time_zone", d.str(&s.TimeZone)},
+			{"message", d.str(&s.Message)},
+			{"profile", d.str(&s.Profile)},
+			{"session", d.str(&s.Session)},
+			{"catch_up", d.duration(&s.CatchUp, false)},
+		})
+		c.Schedules = append(c.Schedules, s)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
@@ -164,5 +165,43 @@ func BenchmarkParseExample(b *testing.B) {
 		if _, err := parse(data, exampleFile, dummyEnv); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestExampleSchedulesAndTrigger loads the example with its commented
+// schedules and trigger switched on, as an operator would: the entries it
+// documents are valid.
+func TestExampleSchedulesAndTrigger(t *testing.T) {
+	data, err := os.ReadFile(exampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	in := ""
+	for i, l := range lines {
+		switch {
+		case l == "schedules: []":
+			lines[i], in = "schedules:", "schedules"
+		case strings.HasPrefix(l, "trigger:"):
+			in = "trigger"
+		case in != "" && strings.HasPrefix(l, "#  "):
+			lines[i] = strings.TrimPrefix(l, "#")
+		case in == "trigger" && strings.HasPrefix(l, "  listen:"):
+			lines[i] = "  listen: 127.0.0.1:8787"
+		case !strings.HasPrefix(l, " "):
+			in = ""
+		}
+	}
+	text := strings.ReplaceAll(strings.Join(lines, "\n"), "enabled: false", "enabled: true")
+	cfg, err := parse([]byte(text), exampleFile, dummyEnv)
+	if err != nil {
+		t.Fatalf("the example's schedules and trigger do not load:\n%v\n%s", err, text)
+	}
+	if len(cfg.Schedules) != 2 || cfg.Schedules[0].Name != "ci-morning" || cfg.Schedules[0].Location.String() != "Europe/Berlin" ||
+		cfg.Schedules[1].Cron != "@weekly" || cfg.Schedules[1].CatchUp != time.Hour {
+		t.Errorf("schedules = %+v", cfg.Schedules)
+	}
+	if cfg.Trigger.Listen != "127.0.0.1:8787" || cfg.Trigger.Token.Reveal() != "dummy_agentbridge_trigger_token" {
+		t.Errorf("trigger = %+v", cfg.Trigger)
 	}
 }

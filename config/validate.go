@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentbridge/agentbridge/internal/yamlnode"
+	"github.com/agentbridge/agentbridge/schedule"
 )
 
 // platformNames lists the names a route may give as its platform: every
@@ -52,12 +54,14 @@ func (d *decoder) validate(c *Config, dir string) {
 
 	d.validateProfiles(c, dir)
 	d.validateRoutes(c)
+	d.validateSchedules(c)
 
 	if c.Metrics.Listen != "" {
 		if host, ok := d.checkListen("metrics.listen", c.Metrics.Listen); ok && !loopback(host) {
 			d.warn(d.line("metrics.listen"), "metrics.listen", "not a loopback address: /metrics and /healthz are reachable from other hosts")
 		}
 	}
+	d.validateTrigger(c)
 
 	for _, a := range c.Accounts {
 		d.validatePlatform(a.Name, a.Section.Shared())
@@ -278,4 +282,81 @@ func absPath(dir, p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(dir, p)
+}
+
+// validateSchedules checks each schedule: its name, conversation,
+// expression, zone, message and references.
+func (d *decoder) validateSchedules(c *Config) {
+	var accounts []string
+	for _, a := range c.Accounts {
+		accounts = append(accounts, a.Name)
+	}
+	names := map[string]string{}
+	for i := range c.Schedules {
+		s := &c.Schedules[i]
+		p := fmt.Sprintf("schedules[%d]", i)
+		req := func(key, v, why string) bool {
+			if v == "" && !d.failed[p+"."+key] {
+				d.fail(d.line(p+"."+key), p+"."+key, "is required: %s", why)
+			}
+			return v != ""
+		}
+		if req("name", s.Name, "it names the schedule in logs, metrics, /schedules and the store") {
+			if !validName(s.Name) {
+				d.fail(d.line(p+".name"), p+".name", "a schedule name is letters, digits, '.', '_' and '-', starting with a letter or digit")
+			} else if first, dup := names[s.Name]; dup {
+				d.fail(d.line(p+".name"), p+".name", "the same name as %s (line %d): each schedule needs its own", first, d.line(first))
+			} else {
+				names[s.Name] = p + ".name"
+			}
+		}
+		if req("platform", s.Platform, "the account section the conversation is on, e.g. slack") {
+			if i := slices.IndexFunc(c.Accounts, func(a Account) bool { return a.Name == s.Platform }); i < 0 {
+				d.fail(d.line(p+".platform"), p+".platform", "must be one of %s, got %s", strings.Join(accounts, ", "), yamlnode.Quote(s.Platform))
+			} else if !c.Accounts[i].Enabled() {
+				d.warn(d.line(p+".platform"), p+".platform", "%s is not enabled, so this schedule does not run", s.Platform)
+			}
+		}
+		req("channel", s.Channel, "the Slack or Discord channel id or the Telegram chat id")
+		if req("cron", s.Cron, `a cron expression such as "0 9 * * 1-5"`) {
+			if _, err := schedule.Parse(s.Cron); err != nil {
+				d.fail(d.line(p+".cron"), p+".cron", "%v", err)
+			}
+		}
+		s.Location = time.UTC
+		if s.TimeZone != "" {
+			loc, err := time.LoadLocation(s.TimeZone)
+			if err != nil || s.TimeZone == "Local" {
+				d.fail(d.line(p+".time_zone"), p+".time_zone", "unknown time zone %s: give an IANA name such as Europe/Berlin or America/New_York", yamlnode.Quote(s.TimeZone))
+			} else {
+				s.Location = loc
+			}
+		}
+		req("message", strings.TrimSpace(s.Message), "the message the agent is sent")
+		if _, ok := c.Profiles[s.Profile]; s.Profile != "" && !ok && len(c.Profiles) > 0 {
+			d.fail(d.line(p+".profile"), p+".profile", "names no profile: %s is not one of %s",
+				yamlnode.Quote(s.Profile), strings.Join(slices.Sorted(maps.Keys(c.Profiles)), ", "))
+		}
+		if s.Session != "" && (!validName(s.Session) || len(s.Session) > 64) {
+			d.fail(d.line(p+".session"), p+".session", "a session name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+		}
+	}
+}
+
+// validateTrigger checks the HTTP trigger: an address and a token, or
+// neither.
+func (d *decoder) validateTrigger(c *Config) {
+	t := c.Trigger
+	if t.Listen == "" {
+		if !t.Token.IsZero() && !d.failed["trigger.listen"] {
+			d.fail(d.line("trigger"), "trigger.listen", "is required when trigger.token is set: the host:port to serve POST /v1/turns on")
+		}
+		return
+	}
+	if host, ok := d.checkListen("trigger.listen", t.Listen); ok && !loopback(host) {
+		d.warn(d.line("trigger.listen"), "trigger.listen", "not a loopback address: the trigger speaks plain HTTP, so its token crosses the network readable; put a TLS proxy in front")
+	}
+	if d.need("trigger.token", !t.Token.IsZero(), "when trigger.listen is set: the bearer token callers must send") && len(t.Token.Reveal()) < 16 {
+		d.warn(d.line("trigger.token"), "trigger.token", "shorter than 16 characters: use a long random token (openssl rand -hex 32)")
+	}
 }

@@ -81,6 +81,7 @@ var Commands = []Command{
 	{Name: "sessions", Description: "list this conversation's sessions with their agent, turns and last use"},
 	{Name: "forget", Description: "delete the session NAME (not the active one: switch or /new first)",
 		Arg: "NAME", ArgDescription: "the session to delete", Effect: Changes},
+	{Name: "schedules", Description: "list the scheduled turns that post in this channel, and when they run next"},
 	{Name: "usage", Description: "show tokens and cost of this session, this conversation and the last 24 h here"},
 	{Name: "help", Description: "show the bridge's commands"},
 	{Name: "whoami", Description: "show your user id, for the operator's allow list", Access: CommandAnyone},

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -18,7 +19,9 @@ import (
 	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/metrics"
 	"github.com/agentbridge/agentbridge/profiles"
+	"github.com/agentbridge/agentbridge/schedule"
 	"github.com/agentbridge/agentbridge/store"
+	"github.com/agentbridge/agentbridge/trigger"
 )
 
 // Options configure Serve.
@@ -99,7 +102,17 @@ func Serve(ctx context.Context, opts Options) error {
 		}
 		defer srv.Close()
 	}
-	eng := engine.New(st, settings(cfg, profs), engine.Options{Log: log, Observer: m})
+	trigLn, err := listenTrigger(cfg)
+	if err != nil {
+		return fmt.Errorf("trigger listener: %w", err)
+	}
+	if trigLn != nil {
+		defer trigLn.Close()
+	}
+	sched := schedule.New(scheduleEntries(cfg), st, log)
+	eng := engine.New(st, settings(cfg, profs), engine.Options{Log: log, Observer: m, Schedules: sched})
+	convs := &conversations{served: names, st: st}
+	convs.cfg.Store(cfg)
 
 	var wg sync.WaitGroup
 	runCtx, stopAdapters := context.WithCancel(context.Background())
@@ -116,8 +129,26 @@ func Serve(ctx context.Context, opts Options) error {
 	if err := eng.Recover(ctx); err != nil {
 		log.Error("could not report all interrupted turns", "err", err)
 	}
-	r := reloader{path: opts.ConfigPath, kinds: opts.Platforms, eng: eng, metrics: m, platforms: names, log: log}
+	r := reloader{path: opts.ConfigPath, kinds: opts.Platforms, eng: eng, metrics: m, platforms: names, log: log, sched: sched, convs: convs}
 	wg.Go(func() { r.run(runCtx, opts.Hangup) })
+	// Schedules stop firing when the drain begins (a signal, or every
+	// adapter stopped for good).
+	schedCtx, stopSched := context.WithCancel(ctx)
+	defer stopSched()
+	wg.Go(func() { sched.Run(schedCtx, eng) })
+	var trig *http.Server
+	if trigLn != nil {
+		trig = triggerServer(trigger.New(trigger.Options{
+			Token: cfg.Trigger.Token, Submitter: eng, Known: convs.known, Log: log.With("component", "trigger"),
+			Profile: func(name string) bool { _, ok := convs.cfg.Load().Profiles[name]; return ok },
+		}))
+		log.Info("trigger listening", "addr", trigLn.Addr().String(), "path", trigger.Path)
+		wg.Go(func() {
+			if err := trig.Serve(trigLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("trigger listener stopped", "err", err)
+			}
+		})
+	}
 	log.Info("agentbridge serving", "platforms", names, "store", cfg.Store)
 
 	// Run until a signal, or until every adapter has stopped for good: with
@@ -131,6 +162,7 @@ func Serve(ctx context.Context, opts Options) error {
 		case <-ctx.Done():
 		}
 	}
+	stopSched()
 	log.Info("shutting down: draining running turns", "grace", cfg.ShutdownGrace)
 	drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
@@ -139,6 +171,15 @@ func Serve(ctx context.Context, opts Options) error {
 	// gets them, the others' late messages are refused, and running turns
 	// can still reply. They stop after.
 	eng.Shutdown(drain, 15*time.Second)
+	if trig != nil {
+		// Requests waiting for a turn got its result in the drain; the
+		// rest get a moment to be answered.
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if trig.Shutdown(sctx) != nil {
+			trig.Close()
+		}
+		scancel()
+	}
 	stopAdapters()
 	wg.Wait()
 	if len(fatalErrs) == len(platforms) {

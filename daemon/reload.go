@@ -13,6 +13,7 @@ import (
 	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/metrics"
 	"github.com/agentbridge/agentbridge/profiles"
+	"github.com/agentbridge/agentbridge/schedule"
 )
 
 // reloader re-reads the config on each hangup and applies what can change
@@ -25,6 +26,8 @@ type reloader struct {
 	metrics   *metrics.Metrics // nil in tests
 	platforms []string         // the accounts being served
 	log       *slog.Logger
+	sched     *schedule.Scheduler // nil in tests
+	convs     *conversations      // nil in tests
 }
 
 // run reloads on every signal from hup until ctx is done.
@@ -60,6 +63,12 @@ func (r reloader) reload() ([]string, error) {
 		return nil, err
 	}
 	r.eng.Reload(settings(cfg, profs))
+	if r.sched != nil {
+		r.sched.Reload(scheduleEntries(cfg))
+	}
+	if r.convs != nil {
+		r.convs.cfg.Store(cfg)
+	}
 	if r.metrics != nil {
 		r.metrics.Known(r.platforms, profileNames(cfg))
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/agentbridge/agentbridge/core/engine"
@@ -25,6 +26,7 @@ type Metrics struct {
 	duration   *family
 	permission *family
 	lost       *family
+	submitted  *family
 }
 
 var _ engine.Observer = (*Metrics)(nil)
@@ -49,6 +51,9 @@ func New() *Metrics {
 			"platform", "result"),
 		lost: newFamily(kindCounter, "agentbridge_replies_lost_total",
 			"Final replies that could not be delivered after retries.", "platform"),
+		submitted: newFamily(kindCounter, "agentbridge_submitted_turns_total",
+			"Turns nobody typed, by origin (schedule, trigger) and how they ended (a turn result, or busy, draining, cancelled, failed).",
+			"platform", "origin", "result"),
 	}
 }
 
@@ -65,6 +70,11 @@ func (m *Metrics) Known(platforms, profiles []string) {
 			m.permission.touch(p, r)
 		}
 		m.lost.touch(p)
+		for _, origin := range []string{engine.OriginSchedule, engine.OriginTrigger} {
+			for _, r := range slices.Concat(engine.TurnResults, engine.SubmitResults) {
+				m.submitted.touch(p, origin, r)
+			}
+		}
 		for _, prof := range profiles {
 			m.active.touch(p, prof)
 			m.duration.touch(p, prof)
@@ -100,13 +110,18 @@ func (m *Metrics) Permission(platform, result string) {
 // ReplyLost implements engine.Observer.
 func (m *Metrics) ReplyLost(platform string) { m.lost.add(1, platform) }
 
+// Submitted implements engine.Observer.
+func (m *Metrics) Submitted(platform, origin, result string) {
+	m.submitted.add(1, platform, origin, result)
+}
+
 // Handler serves /metrics and /healthz.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		bw := bufio.NewWriter(w)
-		for _, f := range []*family{m.messages, m.turns, m.active, m.duration, m.permission, m.lost} {
+		for _, f := range []*family{m.messages, m.turns, m.active, m.duration, m.permission, m.lost, m.submitted} {
 			f.write(bw)
 		}
 		writeRuntime(bw)

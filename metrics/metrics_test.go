@@ -77,11 +77,23 @@ func TestMetricsCountTurnsAndMessages(t *testing.T) {
 	if err := eng.Idle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// A scheduled turn and a triggered one, counted by origin and not as
+	// messages.
+	for _, origin := range []string{engine.OriginSchedule, engine.OriginTrigger} {
+		if _, err := eng.Submit(t.Context(), engine.Submission{Conv: conv, Text: "auto", Origin: origin, Name: "n"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := eng.Idle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 
 	body := scrape(t, m)
 	for _, want := range []string{
-		`agentbridge_turns_total{platform="telegram",profile="demo",result="ok"} 1`,
+		`agentbridge_turns_total{platform="telegram",profile="demo",result="ok"} 3`,
 		`agentbridge_messages_total{platform="telegram",result="turn"} 1`,
+		`agentbridge_submitted_turns_total{origin="schedule",platform="telegram",result="ok"} 1`,
+		`agentbridge_submitted_turns_total{origin="trigger",platform="telegram",result="ok"} 1`,
 		`agentbridge_messages_total{platform="telegram",result="duplicate"} 1`,
 		`agentbridge_messages_total{platform="telegram",result="denied"} 1`,
 		`agentbridge_turns_running{platform="telegram",profile="demo"} 0`,
@@ -112,6 +124,11 @@ func TestKnownSeriesStartAtZero(t *testing.T) {
 		}
 		for _, r := range engine.TurnResults {
 			want = append(want, `agentbridge_turns_total{platform="`+p+`",profile="demo",result="`+r+`"} 0`)
+		}
+		for _, origin := range []string{engine.OriginSchedule, engine.OriginTrigger} {
+			for _, r := range append(engine.TurnResults, engine.SubmitResults...) {
+				want = append(want, `agentbridge_submitted_turns_total{origin="`+origin+`",platform="`+p+`",result="`+r+`"} 0`)
+			}
 		}
 		want = append(want,
 			`agentbridge_replies_lost_total{platform="`+p+`"} 0`,

@@ -402,3 +402,34 @@ func deleteBefore(b *bolt.Bucket, limit []byte) error {
 	}
 	return nil
 }
+
+// ScheduleRun returns when the named schedule last ran (or was first
+// seen) and the latest missed run it skipped; ok is false when the store
+// has no record of it.
+func (s *Store) ScheduleRun(ctx context.Context, name string) (last, skipped time.Time, ok bool, err error) {
+	err = s.view(ctx, "schedule run", func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketSchedule).Get([]byte(name))
+		if v == nil {
+			return nil
+		}
+		var rec scheduleRec
+		if err := decode(v, &rec); err != nil {
+			return fmt.Errorf("schedule %q: %w", name, err)
+		}
+		last, skipped, ok = rec.Last, rec.Skipped, true
+		return nil
+	})
+	return last, skipped, ok, err
+}
+
+// SetScheduleRun records the named schedule's last run and skipped run
+// (zero for none).
+func (s *Store) SetScheduleRun(ctx context.Context, name string, last, skipped time.Time) error {
+	return s.update(ctx, "set schedule run", func(tx *bolt.Tx) error {
+		v, err := encode(scheduleRec{head: head{recordVersion}, Last: last, Skipped: skipped})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketSchedule).Put([]byte(name), v)
+	})
+}

@@ -66,7 +66,7 @@ func TestMigrateV1SessionsToPerProfileIDs(t *testing.T) {
 		marker = string(tx.Bucket(bucketMeta).Get(keySchema))
 		return nil
 	})
-	if marker != "agentbridge/3" {
-		t.Errorf("schema marker after migration = %q, want agentbridge/3", marker)
+	if want := schemaMarker(schemaVersion()); marker != want {
+		t.Errorf("schema marker after migration = %q, want %s", marker, want)
 	}
 }

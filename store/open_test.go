@@ -163,7 +163,7 @@ func TestOpenRejectsBadFiles(t *testing.T) {
 		}, ErrForeign},
 		{"store, newer schema", func(t *testing.T, path string) {
 			makeStore(t, path, 0)
-			withBolt(t, path, setSchema("agentbridge/4"))
+			withBolt(t, path, setSchema(schemaMarker(schemaVersion()+1)))
 		}, ErrNewerSchema},
 		{"store, bucket missing", func(t *testing.T, path string) {
 			makeStore(t, path, 0)

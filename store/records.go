@@ -213,6 +213,13 @@ func (r journalRec) entry() core.JournalEntry {
 	return e
 }
 
+// scheduleRec is a schedule's last run and the missed run it skipped.
+type scheduleRec struct {
+	head
+	Last    time.Time `json:"last"`
+	Skipped time.Time `json:"skipped,omitzero"`
+}
+
 type cursorRec struct {
 	head
 	Value string `json:"value"`

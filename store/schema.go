@@ -23,13 +23,14 @@ var (
 	bucketGrants   = []byte("grants")
 	bucketJournal  = []byte("journal")
 	bucketCursors  = []byte("cursors")
-	bucketUsage    = []byte("usage") // schema 3
+	bucketUsage    = []byte("usage")     // schema 3
+	bucketSchedule = []byte("schedules") // schema 4
 	keySchema      = []byte("schema")
 
 	// v1Buckets are the buckets of schema 1 besides meta.
 	v1Buckets = [][]byte{bucketSessions, bucketActive, bucketSeen, bucketGrants, bucketJournal, bucketCursors}
 	// dataBuckets are the buckets every current store holds besides meta.
-	dataBuckets = append(v1Buckets[:len(v1Buckets):len(v1Buckets)], bucketUsage)
+	dataBuckets = append(v1Buckets[:len(v1Buckets):len(v1Buckets)], bucketUsage, bucketSchedule)
 )
 
 // migrations[i] upgrades a store from schema version i to i+1; version 0 is
@@ -39,6 +40,7 @@ var migrations = []func(tx *bolt.Tx) error{
 	createV1,
 	sessionsPerProfile,
 	usageLog,
+	addSchedules,
 }
 
 // schemaVersion is the version this code writes.
@@ -93,6 +95,14 @@ func sessionsPerProfile(tx *bolt.Tx) error {
 func usageLog(tx *bolt.Tx) error {
 	if _, err := tx.CreateBucketIfNotExists(bucketUsage); err != nil {
 		return fmt.Errorf("create bucket %s: %w", bucketUsage, err)
+	}
+	return nil
+}
+
+// addSchedules (schema 4) adds the bucket of each schedule's last run.
+func addSchedules(tx *bolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketSchedule); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketSchedule, err)
 	}
 	return nil
 }

@@ -662,7 +662,7 @@ func TestSchemaMarkerWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "agentbridge/3"; marker != want {
+	if want := "agentbridge/4"; marker != want {
 		t.Errorf("schema marker = %q, want %q", marker, want)
 	}
 	if !strings.HasPrefix(marker, schemaPrefix) {

@@ -165,6 +165,8 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 		reply("%s", e.usage(ctx, p, key))
 	case "status":
 		reply("%s", e.status(ctx, key, m.Conv))
+	case "schedules":
+		reply("%s", e.schedules(m.Conv))
 	case "whoami":
 		reply("%s", whoami(p.Name(), m))
 	case "agent":

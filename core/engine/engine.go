@@ -80,6 +80,8 @@ type Options struct {
 	FinalTimeout time.Duration
 	// Observer receives counts for metrics; nil discards them.
 	Observer Observer
+	// Schedules answers /schedules; nil means nothing is scheduled.
+	Schedules Schedules
 }
 
 // Engine is the conversation engine. Create it with New, attach platforms

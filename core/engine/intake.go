@@ -54,6 +54,7 @@ type event struct {
 	p   core.Platform
 	msg core.Message
 	act *core.Action
+	sub *submitted // a turn nobody typed (Submit)
 	// early is set for events handed over before draining began: they are
 	// handled as usual, and Shutdown waits for them.
 	early bool
@@ -62,6 +63,9 @@ type event struct {
 func (ev *event) conv() core.ConversationKey {
 	if ev.act != nil {
 		return ev.act.Conv
+	}
+	if ev.sub != nil {
+		return ev.sub.Conv
 	}
 	return ev.msg.Conv
 }
@@ -89,6 +93,16 @@ func (e *Engine) take(ctx context.Context, p core.Platform, ev event) {
 	result := "overflow"
 	if errors.Is(err, lane.ErrClosed) {
 		result = "draining" // the engine has shut down
+	}
+	if ev.sub != nil {
+		status := "busy"
+		if result == "draining" {
+			status = "draining"
+		}
+		ev.sub.set(status, "", "")
+		ev.sub.done(e.opts.Observer, p.Name())
+		e.log.WarnContext(ctx, "intake full or closed; submitted turn not run", "conv", conv, "turn", ev.sub.id, "result", result)
+		return
 	}
 	if ev.act != nil {
 		if ev.act.Reply != nil {
@@ -125,6 +139,10 @@ func (e *Engine) takeOverflow(conv core.ConversationKey) (core.Message, bool) {
 
 // handle handles one event on its conversation's intake worker.
 func (e *Engine) handle(ctx context.Context, ev event) {
+	if ev.sub != nil {
+		e.handleSubmission(ctx, ev.p, ev.sub, !ev.early)
+		return
+	}
 	if ev.act == nil {
 		e.handleMessage(ctx, ev.p, ev.msg, !ev.early)
 		return

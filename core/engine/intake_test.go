@@ -38,6 +38,7 @@ func (c *counts) get(result string) int {
 func (*counts) TurnStarted(string, string)                         {}
 func (*counts) TurnFinished(string, string, string, time.Duration) {}
 func (*counts) Permission(string, string)                          {}
+func (*counts) Submitted(string, string, string)                   {}
 func (*counts) ReplyLost(string)                                   {}
 
 // A flood into a busy conversation gets its queue, then one busy notice per

@@ -18,6 +18,10 @@ type Observer interface {
 	Permission(platform, result string)
 	// ReplyLost counts final replies that could not be delivered.
 	ReplyLost(platform string)
+	// Submitted counts a turn nobody typed once it ended or was refused:
+	// origin is OriginSchedule or OriginTrigger, result a TurnResults or
+	// SubmitResults value.
+	Submitted(platform, origin, result string)
 }
 
 // The results Observer methods are called with, listed so a metrics
@@ -37,3 +41,4 @@ func (nopObserver) TurnStarted(string, string)                         {}
 func (nopObserver) TurnFinished(string, string, string, time.Duration) {}
 func (nopObserver) Permission(string, string)                          {}
 func (nopObserver) ReplyLost(string)                                   {}
+func (nopObserver) Submitted(string, string, string)                   {}

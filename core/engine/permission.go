@@ -76,7 +76,7 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 
 	lim := t.plat.Limits()
 	token := newToken()
-	text := promptText(req, t.msg.From, lim)
+	text := promptText(req, t.requester(), lim)
 	buttons := []core.Button{
 		{Label: "Allow", Value: token + ":" + choiceAllow, Style: core.StylePrimary, Answer: core.AnswerAllow},
 		{Label: "Deny", Value: token + ":" + choiceDeny, Style: core.StyleDanger, Answer: core.AnswerDeny},
@@ -165,7 +165,7 @@ func newToken() string {
 
 // promptText renders the prompt for the platform: tool, description, and an
 // escaped, truncated preview of the input.
-func promptText(req *agentproc.PermissionRequest, from core.User, lim core.Limits) string {
+func promptText(req *agentproc.PermissionRequest, requester string, lim core.Limits) string {
 	var md strings.Builder
 	fmt.Fprintf(&md, "🔐 **Permission needed:** %s", render.EscapeMarkdown(req.Tool))
 	if req.Description != "" {
@@ -176,11 +176,7 @@ func promptText(req *agentproc.PermissionRequest, from core.User, lim core.Limit
 		// has no run of four (see inputPreview).
 		fmt.Fprintf(&md, "\n\n````\n%s\n````", preview)
 	}
-	who := from.Name
-	if who == "" {
-		who = from.ID
-	}
-	fmt.Fprintf(&md, "\n\nRequested for %s's message.", render.EscapeMarkdown(who))
+	fmt.Fprintf(&md, "\n\n%s", render.EscapeMarkdown(requester))
 	max := lim.MaxText
 	if max <= 0 {
 		max = 4000
@@ -232,8 +228,10 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 	}
 	t := pr.turn
 	ps := e.cfg().platform(p.Name())
-	// D-PERM-2: only the requester or an approver may answer.
-	if a.From.ID != t.msg.From.ID && !ps.approver(a.From.ID) {
+	// D-PERM-2: only the requester or an approver may answer; a submitted
+	// turn has no requester.
+	requester := t.sub == nil && a.From.ID == t.msg.From.ID
+	if !requester && !ps.approver(a.From.ID) {
 		e.log.InfoContext(ctx, "permission press refused", "conv", a.Conv, "user", a.From.ID)
 		answer("Only the person who asked, or an approver, can answer this request.")
 		return

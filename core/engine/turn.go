@@ -27,6 +27,7 @@ type turn struct {
 	msg      core.Message
 	key      core.ConversationKey // lane and session key
 	queuedAt time.Time
+	sub      *submitted // set for a turn nobody typed (Submit)
 
 	// Set when the turn starts running, read by /status.
 	mu          sync.Mutex
@@ -48,9 +49,18 @@ func newID() string {
 func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 	p, m := t.plat, t.msg
 	// Depth is checked here, not in lanes, so a reload applies at once.
+	busy := func(text string) {
+		if t.sub == nil {
+			e.refuseBusy(ctx, p, m, text)
+		} else if e.once(quietBusy, m.Conv) {
+			// Counted as a submitted turn, not as a message.
+			e.say(ctx, p, m, text)
+		}
+	}
 	if full, queued := e.full(t.key, s); full {
+		t.ended("busy", "", "")
 		e.forget(ctx, t)
-		e.refuseBusy(ctx, p, m, fmt.Sprintf(textBusy, queued))
+		busy(fmt.Sprintf(textBusy, queued))
 		return
 	}
 	e.mu.Lock()
@@ -59,12 +69,16 @@ func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 	pos, err := e.lanes.Enqueue(t.key, lane.Job{ID: t.id, Run: func(ctx context.Context) { e.run(ctx, t) }})
 	switch {
 	case errors.Is(err, lane.ErrFull):
+		t.ended("busy", "", "")
 		e.forget(ctx, t)
-		e.refuseBusy(ctx, p, m, textOverflow)
+		busy(textOverflow)
 		return
 	case errors.Is(err, lane.ErrClosed):
+		t.ended("draining", "", "")
 		e.forget(ctx, t)
-		e.opts.Observer.Message(p.Name(), "draining")
+		if t.sub == nil {
+			e.opts.Observer.Message(p.Name(), "draining")
+		}
 		e.say(ctx, p, m, textDraining)
 		return
 	case err != nil:
@@ -75,7 +89,9 @@ func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 		e.say(ctx, p, m, fmt.Sprintf("⏳ Queued — position %d. I'll answer when the current turn is done.", pos))
 	}
 	e.reset(quietBusy, m.Conv) // the burst is over: the queue took a message
-	e.opts.Observer.Message(p.Name(), "turn")
+	if t.sub == nil {
+		e.opts.Observer.Message(p.Name(), "turn")
+	}
 }
 
 // forget drops a turn that will not run and clears its journal entry.
@@ -85,6 +101,17 @@ func (e *Engine) forget(ctx context.Context, t *turn) {
 	e.mu.Unlock()
 	if err := e.store.JournalDelete(context.WithoutCancel(ctx), t.id); err != nil {
 		e.log.WarnContext(ctx, "journal delete failed", "turn", t.id, "err", err)
+	}
+	if t.sub != nil {
+		t.sub.done(e.opts.Observer, t.plat.Name())
+	}
+}
+
+// ended records how a submitted turn ended, for its Result; a chat turn
+// has nobody waiting for one.
+func (t *turn) ended(status, reply, errText string) {
+	if t.sub != nil {
+		t.sub.set(status, reply, errText)
 	}
 }
 
@@ -97,6 +124,7 @@ func (e *Engine) dropped(ctx context.Context, jobs []lane.Job, why string) {
 		if t == nil {
 			continue
 		}
+		t.ended("cancelled", "", "")
 		e.forget(ctx, t)
 		e.say(ctx, t.plat, t.msg, why)
 	}
@@ -123,15 +151,25 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	pctx, pcancel := context.WithCancel(e.base)
 	defer pcancel()
 	profileName, prof, fallback := e.pickProfile(ctx, s, m.Conv, t.key)
+	if t.sub != nil && t.sub.Profile != "" {
+		profileName, prof, fallback = t.sub.Profile, s.Profiles[t.sub.Profile], ""
+	}
 	if fallback != "" {
 		e.say(ctx, t.plat, m, fallback)
 	}
+	if t.sub != nil {
+		log = log.With("origin", t.sub.Origin)
+		if t.sub.Name != "" {
+			log = log.With("schedule", t.sub.Name)
+		}
+	}
+	t.ended("failed", "", "the turn could not start")
 	if prof == nil {
 		log.ErrorContext(ctx, "no profile for conversation", "profile", profileName)
 		e.say(pctx, t.plat, m, fmt.Sprintf("⚠️ This conversation is routed to profile %q, which is not configured.", profileName))
 		return
 	}
-	sessName, sess, err := e.session(ctx, t.key)
+	sessName, sess, err := e.sessionOf(ctx, t)
 	if err != nil {
 		log.ErrorContext(ctx, "load session failed", "err", err)
 		e.say(pctx, t.plat, m, "⚠️ The bridge could not load this conversation's session (storage error).")
@@ -205,6 +243,9 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 			switch ev.Kind {
 			case agentproc.EventPartial:
 				pres.Partial(ev.Role, ev.Text)
+				if t.sub != nil && ev.Role == stream.RoleOutput {
+					t.sub.collect(ev.Text)
+				}
 			case agentproc.EventSession:
 				// P-SID-1: saved now, so a crash mid-turn keeps the agent's
 				// context; off the event path, which must not wait for a disk.
@@ -226,9 +267,11 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	wg.Wait()
 	if err != nil {
 		log.ErrorContext(ctx, "turn refused by runner", "err", err)
+		t.ended("failed", "", err.Error())
 		finish(log, pres, stream.Final{Error: err.Error()})
 		return
 	}
+	t.ended(turnResult(out), out.Reply, out.Failure())
 	log.InfoContext(ctx, "turn finished", "exit_code", out.ExitCode, "duration", out.Duration, "stderr_tail", lastLine(out.Stderr))
 	e.opts.Observer.TurnFinished(t.plat.Name(), profileName, turnResult(out), out.Duration)
 
