@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,8 +93,8 @@ func TestMetricsCountTurnsAndMessages(t *testing.T) {
 	for _, want := range []string{
 		`agentbridge_turns_total{platform="telegram",profile="demo",result="ok"} 3`,
 		`agentbridge_messages_total{platform="telegram",result="turn"} 1`,
-		`agentbridge_submitted_turns_total{origin="schedule",platform="telegram",result="ok"} 1`,
-		`agentbridge_submitted_turns_total{origin="trigger",platform="telegram",result="ok"} 1`,
+		`agentbridge_submitted_turns_total{platform="telegram",origin="schedule",result="ok"} 1`,
+		`agentbridge_submitted_turns_total{platform="telegram",origin="trigger",result="ok"} 1`,
 		`agentbridge_messages_total{platform="telegram",result="duplicate"} 1`,
 		`agentbridge_messages_total{platform="telegram",result="denied"} 1`,
 		`agentbridge_turns_running{platform="telegram",profile="demo"} 0`,
@@ -126,8 +127,8 @@ func TestKnownSeriesStartAtZero(t *testing.T) {
 			want = append(want, `agentbridge_turns_total{platform="`+p+`",profile="demo",result="`+r+`"} 0`)
 		}
 		for _, origin := range []string{engine.OriginSchedule, engine.OriginTrigger} {
-			for _, r := range append(engine.TurnResults, engine.SubmitResults...) {
-				want = append(want, `agentbridge_submitted_turns_total{origin="`+origin+`",platform="`+p+`",result="`+r+`"} 0`)
+			for _, r := range slices.Concat(engine.TurnResults, engine.SubmitResults) {
+				want = append(want, `agentbridge_submitted_turns_total{platform="`+p+`",origin="`+origin+`",result="`+r+`"} 0`)
 			}
 		}
 		want = append(want,
