@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,8 +67,14 @@ func (b *builder) flush() {
 	}
 	s := b.pend.String()
 	b.pend.Reset()
-	lt := b.d == Plain || b.d == DiscordMarkdown
-	s = defuse(s, lt)
+	if b.d == Plain {
+		// Plain text goes where no switch stops a ping. Elsewhere the
+		// platform's own means suffice and the text stays as written:
+		// Slack's <!channel> forms are entity-escaped, Discord posts with
+		// allowed_mentions none (and '<' backslash-escaped), Telegram has
+		// no mass mentions.
+		s = defuse(s, true)
+	}
 	switch {
 	case b.pendMode == mCodeBlock && b.d == DiscordMarkdown || b.pendMode != mCodeSpan && b.d == SlackMrkdwn:
 		// A ``` inside code would end the fence early, and Slack starts a code block at a ``` in
@@ -77,7 +84,34 @@ func (b *builder) flush() {
 		// Neither Slack nor Discord can show a backtick inside inline code reliably.
 		s = strings.ReplaceAll(s, "`", "ˋ")
 	}
+	if b.d == DiscordMarkdown && b.pendMode == mText && strings.Contains(s, "://") {
+		b.bareURLs(s)
+		return
+	}
 	b.toks = append(b.toks, token{k: kText, s: s, mode: b.pendMode})
+}
+
+// bareURL matches a URL written in text; trailing punctuation is not part
+// of it. Built on first use, not at process start.
+var bareURL = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`https?://[^\s<>]*[^\s<>.,;:!?'")\]]`)
+})
+
+// bareURLs appends Discord text with its bare URLs unescaped (mURL):
+// Discord links them itself, and a backslash escape inside one
+// ("my\_repo") would change the link.
+func (b *builder) bareURLs(s string) {
+	last := 0
+	for _, m := range bareURL().FindAllStringIndex(s, -1) {
+		if m[0] > last {
+			b.toks = append(b.toks, token{k: kText, s: s[last:m[0]], mode: mText})
+		}
+		b.toks = append(b.toks, token{k: kText, s: s[m[0]:m[1]], mode: mURL})
+		last = m[1]
+	}
+	if last < len(s) {
+		b.toks = append(b.toks, token{k: kText, s: s[last:], mode: mText})
+	}
 }
 
 func (b *builder) text(s string, m mode) {
@@ -562,6 +596,12 @@ func (b *builder) link(dest, labelText string, label func(), auto bool) {
 		if m != nil && b.budget > 0 && Length(m.open)+Length(m.close) > b.budget/4 {
 			m, b.degraded = nil, true
 		}
+	}
+	if auto && m != nil && b.d == DiscordMarkdown && labelText == dest {
+		// Discord links a bare URL itself; escaping it ("my\_repo") or
+		// masking it would change the URL people copy.
+		b.push(token{k: kRaw, s: dest})
+		return
 	}
 	if m == nil {
 		label()

@@ -104,7 +104,18 @@ func checkPiece(p string, d Dialect, max int) error {
 	if strings.TrimSpace(p) == "" {
 		return fmt.Errorf("empty piece")
 	}
-	for _, bad := range []string{"<!channel>", "<!here>", "<!everyone>", "@everyone", "@here", "@channel"} {
+	// Mention syntax is changed only where the platform has no switch:
+	// plain text everywhere, Slack's <!…>, <@…>, <#…> (shown as text);
+	// Discord posts with allowed_mentions none, Telegram has no mass
+	// mentions.
+	var bad []string
+	switch d {
+	case Plain:
+		bad = []string{"<!", "<@", "<#", "@everyone", "@here", "@channel"}
+	case SlackMrkdwn:
+		bad = []string{"<!", "<@", "<#"}
+	}
+	for _, bad := range bad {
 		if strings.Contains(strings.ToLower(p), bad) {
 			return fmt.Errorf("%q survived", bad)
 		}

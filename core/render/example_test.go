@@ -8,7 +8,7 @@ import (
 
 func ExampleRender() {
 	fmt.Println(render.Render("**Done** — see [the PR](https://example.com/pr/1) & ping @everyone", render.TelegramHTML))
-	// Output: <b>Done</b> — see <a href="https://example.com/pr/1">the PR</a> &amp; ping @⁠everyone
+	// Output: <b>Done</b> — see <a href="https://example.com/pr/1">the PR</a> &amp; ping @everyone
 }
 
 func ExampleSplit() {

@@ -15,6 +15,7 @@ var fuzzSeeds = []string{
 	"| a | b |\n|---|:-:|\n| 中文 | 🎉 |\n| x \\| y | z |",
 	"<script>alert(1)</script>\n\n<!channel> <!here> <@U123> @everyone @here @channel <#C1> <@&9>",
 	"[x](<https://e.io/@everyone>) ![i](https://e.io/<!channel>) <https://e.io/@here>",
+	"bare https://e.io/my_repo/a*b_c.go, (https://e.io/x_y) and *https://e.io/_z_*",
 	strings.Repeat("> ", 40) + "deep",
 	strings.Repeat("- ", 30) + "deep list",
 	strings.Repeat("***a*** ", 50),

@@ -66,7 +66,7 @@ func TestRender(t *testing.T) {
 		want: want{
 			Plain:           "See the docs (https://ex.com/a?b=1&c=2), https://go.dev, and local (file.md).",
 			SlackMrkdwn:     "See <https://ex.com/a?b=1&amp;c=2|the docs>, <https://go.dev|https://go.dev>, and local (file.md).",
-			DiscordMarkdown: "See [the docs](https://ex.com/a?b=1&c=2), [https://go.dev](https://go.dev), and local (file.md).",
+			DiscordMarkdown: "See [the docs](https://ex.com/a?b=1&c=2), https://go.dev, and local (file.md).",
 			TelegramHTML:    "See <a href=\"https://ex.com/a?b=1&amp;c=2\">the docs</a>, <a href=\"https://go.dev\">https://go.dev</a>, and local (file.md).",
 		},
 	}, {
@@ -118,10 +118,12 @@ func TestRender(t *testing.T) {
 		name: "mass mentions",
 		md:   "Hey @everyone and @Here, <!channel> <@U123> <@&42> <#7> `@channel`",
 		want: want{
-			Plain:           "Hey @\u2060everyone and @\u2060Here, <\u2060!channel> <\u2060@U123> <\u2060@&42> <\u2060#7> @\u2060channel",
-			SlackMrkdwn:     "Hey @\u2060everyone and @\u2060Here, &lt;!channel&gt; &lt;@U123&gt; &lt;@&amp;42&gt; &lt;#7&gt; `@\u2060channel`",
-			DiscordMarkdown: "Hey @\u2060everyone and @\u2060Here, \\<\u2060!channel\\> \\<\u2060@U123\\> \\<\u2060@&42\\> \\<\u2060#7\\> `@\u2060channel`",
-			TelegramHTML:    "Hey @\u2060everyone and @\u2060Here, &lt;!channel&gt; &lt;@U123&gt; &lt;@&amp;42&gt; &lt;#7&gt; <code>@\u2060channel</code>",
+			Plain: "Hey @\u2060everyone and @\u2060Here, <\u2060!channel> <\u2060@U123> <\u2060@&42> <\u2060#7> @\u2060channel",
+			// Only plain text changes: Slack shows <…> as text, Discord
+			// posts with allowed_mentions none, Telegram has no mass mentions.
+			SlackMrkdwn:     "Hey @everyone and @Here, &lt;!channel&gt; &lt;@U123&gt; &lt;@&amp;42&gt; &lt;#7&gt; `@channel`",
+			DiscordMarkdown: "Hey @everyone and @Here, \\<!channel\\> \\<@U123\\> \\<@&42\\> \\<#7\\> `@channel`",
+			TelegramHTML:    "Hey @everyone and @Here, &lt;!channel&gt; &lt;@U123&gt; &lt;@&amp;42&gt; &lt;#7&gt; <code>@channel</code>",
 		},
 	}, {
 		name: "markdown specials in text",
@@ -216,7 +218,7 @@ func TestQuoteMarkdown(t *testing.T) {
 		want string
 	}{
 		{"", TelegramHTML, ""},
-		{"thinking about *x* <y>\n\nthen @everyone", TelegramHTML, "<blockquote>thinking about *x* &lt;y&gt;\n\nthen @\u2060everyone</blockquote>"},
+		{"thinking about *x* <y>\n\nthen @everyone", TelegramHTML, "<blockquote>thinking about *x* &lt;y&gt;\n\nthen @everyone</blockquote>"},
 		{"thinking about *x*\nline two", SlackMrkdwn, "> thinking about *x*\n> line two"},
 		{"a # b\n- c", DiscordMarkdown, "> a # b\n> \\- c"},
 	}
@@ -230,5 +232,20 @@ func TestQuoteMarkdown(t *testing.T) {
 	got := Render(QuoteMarkdown("hmm")+"**Answer**", TelegramHTML)
 	if want := "<blockquote>hmm</blockquote>\n\n<b>Answer</b>"; got != want {
 		t.Errorf("quote + answer:\n%s", cmp.Diff(want, got))
+	}
+}
+
+// Bare URLs reach every platform as written: no backslashes on Discord
+// (which links them itself), nothing inserted anywhere.
+func TestBareURLsPassUnchanged(t *testing.T) {
+	const url = "https://github.com/acme/my_repo/blob/main/a_b*c.go"
+	for _, d := range []Dialect{SlackMrkdwn, DiscordMarkdown, TelegramHTML} {
+		got := Render("see "+url+" and <"+url+">", d)
+		if strings.Count(got, url) < 2 && d != TelegramHTML || !strings.Contains(got, url) {
+			t.Errorf("%s: %q; want the URL unchanged", d, got)
+		}
+		if strings.Contains(got, `\_`) || strings.Contains(got, "\u2060") {
+			t.Errorf("%s: %q changes the URL", d, got)
+		}
 	}
 }

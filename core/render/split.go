@@ -449,6 +449,10 @@ func (e *emitter) escape(r rune, m mode) string {
 		if m.code() {
 			return ""
 		}
+		if m == mURL {
+			e.lineState = lsOther
+			return ""
+		}
 		st := e.lineState
 		switch {
 		case r == ' ' || r == '\t':

@@ -18,6 +18,7 @@ type mode uint8
 const (
 	mText      mode = iota // ordinary text
 	mLinkText              // a Slack link label
+	mURL                   // a bare URL in Discord text: not escaped (Discord links it itself)
 	mCodeSpan              // inline code
 	mCodeBlock             // a line of a code block or table
 )

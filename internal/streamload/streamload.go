@@ -150,6 +150,7 @@ func Report(b testing.TB, results []Result) {
 	minUsed, worst := 1e9, 0.0
 	var finals []time.Duration
 	var fair time.Duration
+	var lines []string
 	for i, r := range results {
 		limited += r.Limited
 		minUsed = min(minUsed, r.Used)
@@ -157,13 +158,17 @@ func Report(b testing.TB, results []Result) {
 		worst = max(worst, float64(longest)/float64(r.FairShare))
 		finals = append(finals, r.FinalLatency...)
 		fair = r.FairShare
-		b.Logf("run %2d: %d 429s, %.0f %% of the budget used, longest wait %v (fair share %v), final p50 %v max %v",
+		lines = append(lines, fmt.Sprintf("run %2d: %d 429s, %.0f %% of the budget used, longest wait %v (fair share %v), final p50 %v max %v",
 			i+1, r.Limited, r.Used*100, longest.Round(time.Millisecond), r.FairShare.Round(time.Millisecond),
-			Percentile(r.FinalLatency, 50).Round(time.Millisecond), slices.Max(r.FinalLatency).Round(time.Millisecond))
+			Percentile(r.FinalLatency, 50).Round(time.Millisecond), slices.Max(r.FinalLatency).Round(time.Millisecond)))
 	}
+	// The summary first: a benchmark's log is cut after a few lines.
 	b.Logf("%d runs: %d 429s; budget used ≥ %.0f %%; longest wait ≤ %.2f× the fair share (%v); final text p50 %v, p90 %v, max %v",
 		len(results), limited, minUsed*100, worst, fair.Round(time.Millisecond),
 		Percentile(finals, 50).Round(time.Millisecond), Percentile(finals, 90).Round(time.Millisecond), slices.Max(finals).Round(time.Millisecond))
+	for _, l := range lines {
+		b.Log(l)
+	}
 	if bb, ok := b.(*testing.B); ok {
 		bb.ReportMetric(float64(limited), "429s")
 		bb.ReportMetric(minUsed*100, "%budget-min")
