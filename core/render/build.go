@@ -79,7 +79,7 @@ func (b *builder) flush() {
 	case b.pendMode == mCodeBlock && b.d == DiscordMarkdown || b.pendMode != mCodeSpan && b.d == SlackMrkdwn:
 		// A ``` inside code would end the fence early, and Slack starts a code block at a ``` in
 		// text too; a zero-width space keeps it literal.
-		s = strings.ReplaceAll(s, "```", "``\u200b`")
+		s = breakFences(s)
 	case b.pendMode == mCodeSpan && (b.d == SlackMrkdwn || b.d == DiscordMarkdown):
 		// Neither Slack nor Discord can show a backtick inside inline code reliably.
 		s = strings.ReplaceAll(s, "`", "ˋ")
@@ -89,6 +89,31 @@ func (b *builder) flush() {
 		return
 	}
 	b.toks = append(b.toks, token{k: kText, s: s, mode: b.pendMode})
+}
+
+// breakFences puts a zero-width space after every second backtick of a
+// run of three or more, so no "```" is left (a plain ReplaceAll leaves one
+// in a run of five).
+func breakFences(s string) string {
+	if !strings.Contains(s, "```") {
+		return s
+	}
+	var b strings.Builder
+	run := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '`' {
+			run = 0
+			b.WriteByte(s[i])
+			continue
+		}
+		if run == 2 {
+			b.WriteString("\u200b")
+			run = 0
+		}
+		run++
+		b.WriteByte('`')
+	}
+	return b.String()
 }
 
 // bareURL matches a URL written in text; trailing punctuation is not part
@@ -148,7 +173,10 @@ func (b *builder) blocks(parent ast.Node, blank bool) {
 		mark := len(b.toks)
 		if !first {
 			if top {
-				b.push(token{k: kBlock})
+				// A heading belongs with the block after it: cutting
+				// between them is a last resort, not a block boundary.
+				_, heading := c.PreviousSibling().(*ast.Heading)
+				b.push(token{k: kBlock, glue: heading})
 			} else {
 				b.nl(blank)
 			}

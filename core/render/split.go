@@ -210,7 +210,11 @@ func piece(toks []token, d Dialect, max int, p pos, carry []*marker, bare bool) 
 			}
 		case kBlock:
 			if e.content {
-				e.record(&best[cBlock], p, true)
+				class := cBlock
+				if t.glue {
+					class = cWord // after a heading: only if nothing better
+				}
+				e.record(&best[class], p, true)
 			}
 			e.write("\n\n")
 			e.lineStart, e.prev = true, 0

@@ -283,3 +283,19 @@ func TestLength(t *testing.T) {
 		}
 	}
 }
+
+// A heading stays with the block after it: the cut goes before the
+// heading, never leaving it alone at the end of a piece or as a piece.
+func TestSplitKeepsHeadingWithItsBlock(t *testing.T) {
+	para := strings.Repeat("word ", 50)
+	md := para + "\n\n## Results\n\n" + para
+	for _, d := range dialects {
+		pieces := Split(md, d, 320)
+		if len(pieces) != 2 {
+			t.Fatalf("%s: %d pieces, want 2: %q", d, len(pieces), pieces)
+		}
+		if strings.Contains(pieces[0], "Results") || !strings.Contains(pieces[1], "Results") {
+			t.Errorf("%s: the heading is not with its paragraph: %q", d, pieces)
+		}
+	}
+}

@@ -40,7 +40,7 @@ type token struct {
 	s     string // kText, kRaw
 	m     *marker
 	mode  mode // kText, kNL (mCodeBlock: a line break inside code)
-	glue  bool // kRaw: never cut directly after it (list bullets)
+	glue  bool // kRaw: never cut directly after it (list bullets); kBlock: a poor place to cut (after a heading)
 	blank bool // kNL: blank line
 }
 
