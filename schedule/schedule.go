@@ -186,7 +186,7 @@ func (s *Scheduler) Run(ctx context.Context, sub Submitter) {
 		first = false
 		wait := time.Hour // nothing scheduled: only a reload wakes us
 		if !soonest.IsZero() {
-			wait = soonest.Sub(time.Now())
+			wait = time.Until(soonest)
 		}
 		timer.Reset(max(wait, 0))
 		select {

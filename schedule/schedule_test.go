@@ -22,15 +22,6 @@ func zone(t *testing.T, name string) *time.Location {
 	return loc
 }
 
-func mustParse(t *testing.T, expr string) interface{ Next(time.Time) time.Time } {
-	t.Helper()
-	s, err := Parse(expr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // Cron fields are wall-clock times of the entry's zone, across both clock
 // changes: the skipped 02:30 runs at 03:30, the repeated 01:30 once.
 func TestNextWallClock(t *testing.T) {
