@@ -57,7 +57,39 @@ func Render(md string, d Dialect) string {
 // pos is a place in the token stream: a token and a byte offset into its text.
 type pos struct{ t, off int }
 
+// continued starts a Telegram piece whose text would begin with
+// whitespace (a code block continued at an indented line): Telegram trims
+// a message's leading whitespace, which would take the line's indentation.
+const continued = "…\n"
+
 func split(toks []token, d Dialect, max int) []string {
+	out := pieces(toks, d, max)
+	if d != TelegramHTML || !continuedIndented(out) {
+		return out
+	}
+	if max > 0 {
+		out = pieces(toks, d, max-Length(continued)) // room for it, so every piece fits max
+	}
+	for i := 1; i < len(out); i++ {
+		if indented(out[i]) {
+			out[i] = continued + out[i]
+		}
+	}
+	return out
+}
+
+// continuedIndented reports whether a piece after the first shows
+// whitespace first.
+func continuedIndented(out []string) bool {
+	for i := 1; i < len(out); i++ {
+		if indented(out[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func pieces(toks []token, d Dialect, max int) []string {
 	var out []string
 	var carry []*marker
 	p := pos{}
@@ -74,6 +106,19 @@ func split(toks []token, d Dialect, max int) []string {
 		p, carry = next, nextCarry
 	}
 	return out
+}
+
+// indented reports whether Telegram HTML s shows whitespace first (after
+// its opening tags).
+func indented(s string) bool {
+	for strings.HasPrefix(s, "<") {
+		end := strings.IndexByte(s, '>')
+		if end < 0 {
+			return false
+		}
+		s = s[end+1:]
+	}
+	return strings.HasPrefix(s, " ") || strings.HasPrefix(s, "\t")
 }
 
 // skip moves past what a piece must not start with: separators, and markers that close before any

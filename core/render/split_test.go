@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -296,6 +297,33 @@ func TestSplitKeepsHeadingWithItsBlock(t *testing.T) {
 		}
 		if strings.Contains(pieces[0], "Results") || !strings.Contains(pieces[1], "Results") {
 			t.Errorf("%s: the heading is not with its paragraph: %q", d, pieces)
+		}
+	}
+}
+
+// A code block continued in a new Telegram message keeps its first line's
+// indentation: Telegram trims a message's leading whitespace, so the piece
+// starts with a continuation line instead.
+func TestTelegramContinuedCodeKeepsIndentation(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("```go\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "    line %02d indented\n", i)
+	}
+	b.WriteString("```\n")
+	pieces := Split(b.String(), TelegramHTML, 200)
+	if len(pieces) < 2 {
+		t.Fatalf("%d pieces", len(pieces))
+	}
+	for i, p := range pieces {
+		if Length(p) > 200 {
+			t.Errorf("piece %d has %d units", i, Length(p))
+		}
+		if i > 0 && !strings.HasPrefix(p, "…\n<pre>") {
+			t.Errorf("piece %d starts %.50q; want the continuation line, then the code", i, p)
+		}
+		if i > 0 && !strings.Contains(p, ">    line ") {
+			t.Errorf("piece %d lost the indentation: %.60q", i, p)
 		}
 	}
 }
