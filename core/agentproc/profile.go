@@ -48,6 +48,10 @@ type Profile struct {
 	// to this profile with /agent (a bridge extension, for unattended or
 	// "yolo" profiles).
 	ApproversOnly bool
+	// PickUsers, when set, are the user ids (besides the platform's
+	// approvers) who may switch a conversation to this profile with
+	// /agent (profile key pick_users; a bridge extension).
+	PickUsers []string
 }
 
 // Dir returns the value of {{PROFILE_DIR}}: the directory holding the
@@ -235,6 +239,12 @@ func (pp *profileParser) parse(doc *yaml.Node) {
 			}
 		case "approvers_only":
 			p.ApproversOnly = pp.boolean(v, key)
+		case "pick_users":
+			if l := pp.strList(v, key); l != nil {
+				p.PickUsers = l
+			} else {
+				p.PickUsers = []string{}
+			}
 		default:
 			pp.errorf(k.Line, key, "unknown key")
 		}

@@ -36,11 +36,12 @@ permission: true
 permission_timeout_secs: 60
 description: Claude Code, read-only plan mode
 approvers_only: true
+pick_users: [U1, "1001"]
 `, Profile{
 			Name: "coder", Command: "/path with spaces/my agent", Args: []string{"{{PROFILE_DIR}}/bridge.py", "--port", "8080"},
 			Cwd: "work", Env: map[string]string{"MY_API_KEY": "${MY_API_KEY}", "DEBUG": "1"}, EnvAllowlist: []string{"MY_API_KEY"},
 			Timeout: 600 * time.Second, KillGrace: 2500 * time.Millisecond, Streaming: true, Permission: true, PermissionTimeout: time.Minute,
-			Description: "Claude Code, read-only plan mode", ApproversOnly: true,
+			Description: "Claude Code, read-only plan mode", ApproversOnly: true, PickUsers: []string{"U1", "1001"},
 		}},
 		{"permission timeout clamped to the turn", "command: x\ntimeout_secs: 10\n", Profile{
 			Name: "agent", Command: "x", Timeout: 10 * time.Second, KillGrace: DefaultKillGrace, PermissionTimeout: 10 * time.Second,

@@ -98,8 +98,12 @@ func describe(name string, prof *agentproc.Profile) string {
 	if prof != nil && prof.Description != "" {
 		line += " — " + prof.Description
 	}
-	if prof != nil && prof.ApproversOnly {
+	switch {
+	case prof == nil:
+	case prof.ApproversOnly:
 		line += " (approvers only)"
+	case prof.PickUsers != nil:
+		line += " (some users only)"
 	}
 	return line
 }
@@ -119,6 +123,10 @@ func (e *Engine) switchAgent(ctx context.Context, p core.Platform, m core.Messag
 	case prof.ApproversOnly && !ps.approver(m.From.ID):
 		e.log.InfoContext(ctx, "agent switch refused", "conv", m.Conv, "user", m.From.ID, "profile", name)
 		e.private(ctx, p, m.Reply, m, fmt.Sprintf("Only an approver can switch this conversation to %s.", name))
+		return
+	case prof.PickUsers != nil && !slices.Contains(prof.PickUsers, m.From.ID) && !ps.approver(m.From.ID):
+		e.log.InfoContext(ctx, "agent switch refused", "conv", m.Conv, "user", m.From.ID, "profile", name)
+		e.private(ctx, p, m.Reply, m, fmt.Sprintf("You may not switch this conversation to %s: ask an approver.", name))
 		return
 	}
 	def, _ := s.profileFor(m.Conv)

@@ -16,7 +16,10 @@ func offerAgents(s *engine.Settings) {
 	yolo := testProfile()
 	yolo.ApproversOnly = true
 	s.Profiles["yolo"] = yolo
-	s.Choices = func(core.ConversationKey) []string { return []string{"other", "yolo"} }
+	few := testProfile()
+	few.PickUsers = []string{"alice"}
+	s.Profiles["few"] = few
+	s.Choices = func(core.ConversationKey) []string { return []string{"other", "yolo", "few"} }
 	s.Platforms["fake"] = engine.PlatformSettings{AllowUsers: []string{"alice", "bob", "boss"}, Approvers: []string{"boss"}}
 }
 
@@ -42,7 +45,7 @@ func TestAgentMenuSwitchesAndBack(t *testing.T) {
 	for _, b := range menu.Post.Buttons {
 		values = append(values, b.Label+"="+b.Value)
 	}
-	if got := strings.Join(values, " "); got != "▶ test=agent:test other=agent:other yolo=agent:yolo" {
+	if got := strings.Join(values, " "); got != "▶ test=agent:test other=agent:other yolo=agent:yolo few=agent:few" {
 		t.Fatalf("menu buttons = %s", got)
 	}
 
@@ -78,7 +81,9 @@ func TestAgentRestrictedAndStrangers(t *testing.T) {
 	h.plat.Press(t.Context(), core.Action{Conv: conv, From: core.User{ID: "mallory"}, Value: "agent:other"})
 	h.waitText("mallory")
 	h.send(alice, "/agent nosuch")
-	h.waitText(`No agent "nosuch" here. Choose one of: test, other, yolo.`)
+	h.waitText(`No agent "nosuch" here. Choose one of: test, other, yolo, few.`)
+	h.send(bob, "/agent few")
+	h.waitText("You may not switch this conversation to few: ask an approver.")
 	h.send(alice, "/status")
 	h.waitText("Profile: test")
 	h.send(core.User{ID: "boss"}, "/agent yolo")
