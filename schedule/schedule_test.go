@@ -291,3 +291,32 @@ func TestSchedulerReload(t *testing.T) {
 		}
 	})
 }
+
+// Any expression either fails to parse or yields runs that move forward
+// in every zone, across clock changes.
+func FuzzParseNext(f *testing.F) {
+	for _, seed := range []string{"0 9 * * 1-5", "*/15 1-3 * * *", "30 2 * * *", "15 0 9 * * *", "@every 90m", "@yearly", "0 0 31 2 *", "61 * * * *"} {
+		f.Add(seed)
+	}
+	zones := []string{"UTC", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata"}
+	f.Fuzz(func(t *testing.T, expr string) {
+		sched, err := Parse(expr)
+		if err != nil {
+			return
+		}
+		for _, z := range zones {
+			loc := zone(t, z)
+			at := time.Date(2026, 3, 7, 0, 0, 0, 0, time.UTC)
+			for range 5 {
+				n := next(sched, loc, at)
+				if n.IsZero() {
+					break
+				}
+				if !n.After(at) {
+					t.Fatalf("%q in %s: next(%v) = %v, not after it", expr, z, at, n)
+				}
+				at = n
+			}
+		}
+	})
+}
