@@ -440,24 +440,6 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 	return nil
 }
 
-// Notify prints a notice meant for user alone; on a terminal that is the
-// only user.
-func (a *Adapter) Notify(ctx context.Context, conv core.ConversationKey, user core.User, text string) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("console: notify: %w", err)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.freshLine()
-	a.begin("", "")
-	err := a.write("  (only you) " + text + "\n")
-	a.schedulePromptLocked()
-	if err != nil {
-		return fmt.Errorf("console: notify: %w", err)
-	}
-	return nil
-}
-
 // Redraw shows the prompt (and the line being typed) again on a fresh
 // line, for when the terminal was handed back after something else used
 // it (fg after Ctrl-Z): what the adapter printed before is no longer where

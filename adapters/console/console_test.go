@@ -369,19 +369,6 @@ func TestLimitsAndErrors(t *testing.T) {
 	}
 }
 
-func TestNotify(t *testing.T) {
-	out := &syncBuffer{}
-	a := New(strings.NewReader(""), out, Options{})
-	conv := core.ConversationKey{Platform: "console", Channel: "local"}
-	a.Send(t.Context(), conv, core.Post{Text: "partial"})
-	if err := a.Notify(t.Context(), conv, core.User{ID: "local"}, "you may not answer"); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := out.String(), "partial\n  (only you) you may not answer\n"; got != want {
-		t.Errorf("notice %q, want %q", got, want)
-	}
-}
-
 func TestCancelReturns(t *testing.T) {
 	s := start(t, Options{})
 	s.typeLine(t, "one")
@@ -595,7 +582,7 @@ func TestEditOutput(t *testing.T) {
 	yesNo := []core.Button{{Label: "Yes", Value: "y"}, {Label: "No", Value: "n"}}
 	type step struct {
 		send   bool // Send a new message; messages are numbered from 0
-		notify bool // Notify text
+		notify bool // a private answer (Action.Reply) of text
 		msg    int  // the message an edit changes
 		text   string
 		keys   bool // the post carries yesNo
@@ -714,7 +701,7 @@ func TestEditOutput(t *testing.T) {
 		name:        "after a notice the message is no longer last",
 		interactive: true, width: width(20),
 		steps: []step{send("a"), {notify: true, text: "hey"}, edit(0, "b")},
-		want:  "a\n  (only you) hey\n" + "  ↳ b",
+		want:  "a\n  → hey\n" + "  ↳ b",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -739,9 +726,7 @@ func TestEditOutput(t *testing.T) {
 					}
 					refs = append(refs, ref)
 				case s.notify:
-					if err := a.Notify(t.Context(), conv, core.User{ID: "local"}, s.text); err != nil {
-						t.Fatal(err)
-					}
+					a.reply(s.text)
 				default:
 					if err := a.Edit(t.Context(), refs[s.msg], p); err != nil {
 						t.Fatalf("Edit(%q): %v", s.text, err)
