@@ -3,10 +3,7 @@ package discord
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,14 +12,6 @@ import (
 	"github.com/agentbridge/agentbridge/internal/streamload"
 )
 
-// envInt reads a benchmark knob from the environment.
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
-}
-
 // BenchmarkStreams runs STREAMLOAD_RUNS (default 20) independent runs at
 // once, each STREAMLOAD_STREAMS (default 5) concurrent streamed replies,
 // one per channel, against the fake's per-route buckets (5 requests per
@@ -30,23 +19,9 @@ func envInt(name string, def int) int {
 // STREAMLOAD_SECONDS (default 20) of streaming (ends staggered by a
 // second). See BENCHMARKS.md.
 func BenchmarkStreams(b *testing.B) {
-	runs, streams := envInt("STREAMLOAD_RUNS", 20), envInt("STREAMLOAD_STREAMS", 5)
-	secs := envInt("STREAMLOAD_SECONDS", 20)
-	for b.Loop() {
-		results := make([]streamload.Result, runs)
-		errs := make([]error, runs)
-		var wg sync.WaitGroup
-		for r := range runs {
-			wg.Go(func() { results[r], errs[r] = discordRun(b, streams, time.Duration(secs)*time.Second) })
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		streamload.Report(b, results)
-	}
+	streamload.Bench(b, 5, 20, func(streams int, d time.Duration) (streamload.Result, error) {
+		return discordRun(b, streams, d)
+	})
 }
 
 func discordRun(b *testing.B, streams int, secs time.Duration) (streamload.Result, error) {

@@ -2,9 +2,6 @@ package slack_test
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,38 +11,16 @@ import (
 	"github.com/agentbridge/agentbridge/internal/streamload"
 )
 
-// envInt reads a benchmark knob from the environment.
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
-}
-
 // BenchmarkStreams runs STREAMLOAD_RUNS (default 20) independent runs at
 // once, each STREAMLOAD_STREAMS (default 10) concurrent streamed replies
 // in threads of one workspace, against a fake that answers chat.update
 // with 429 past 50 calls in any minute (Tier 3), for STREAMLOAD_SECONDS
-// (default 30) of streaming (ends staggered by 3 s), with the
-// adapter's default budget and a 1 s edit cadence. See BENCHMARKS.md.
+// (default 30) of streaming (ends staggered by 3 s), with the adapter's
+// default budget and a 1 s edit cadence. See BENCHMARKS.md.
 func BenchmarkStreams(b *testing.B) {
-	runs, streams := envInt("STREAMLOAD_RUNS", 20), envInt("STREAMLOAD_STREAMS", 10)
-	secs := envInt("STREAMLOAD_SECONDS", 30)
-	for b.Loop() {
-		results := make([]streamload.Result, runs)
-		errs := make([]error, runs)
-		var wg sync.WaitGroup
-		for r := range runs {
-			wg.Go(func() { results[r], errs[r] = slackRun(b, streams, time.Duration(secs)*time.Second) })
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		streamload.Report(b, results)
-	}
+	streamload.Bench(b, 10, 30, func(streams int, d time.Duration) (streamload.Result, error) {
+		return slackRun(b, streams, d)
+	})
 }
 
 func slackRun(b *testing.B, streams int, secs time.Duration) (streamload.Result, error) {

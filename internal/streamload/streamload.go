@@ -10,7 +10,9 @@ package streamload
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +142,38 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[min(len(s)-1, int(float64(len(s)-1)*p/100+0.5))]
+}
+
+// Bench runs STREAMLOAD_RUNS (default 20) independent runs of run at once,
+// each of STREAMLOAD_STREAMS streams (default streams) writing for
+// STREAMLOAD_SECONDS (default secs), and reports them (Report), once per
+// b.Loop iteration.
+func Bench(b *testing.B, streams, secs int, run func(streams int, stream time.Duration) (Result, error)) {
+	runs := envInt("STREAMLOAD_RUNS", 20)
+	streams, secs = envInt("STREAMLOAD_STREAMS", streams), envInt("STREAMLOAD_SECONDS", secs)
+	for b.Loop() {
+		results := make([]Result, runs)
+		errs := make([]error, runs)
+		var wg sync.WaitGroup
+		for r := range runs {
+			wg.Go(func() { results[r], errs[r] = run(streams, time.Duration(secs)*time.Second) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		Report(b, results)
+	}
+}
+
+// envInt reads a benchmark knob from the environment.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
 
 // Report logs the runs' figures on b and reports them as metrics: 429s in
