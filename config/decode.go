@@ -660,53 +660,47 @@ func (d *decoder) profiles(n *yaml.Node, path string, c *Config) {
 	})
 }
 
-// routes decodes the route list. References are checked by validate.
-func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
-	r, ok := d.node(n, path, yaml.SequenceNode, "a list of routes")
+// mappingList decodes a list of mappings (routes, schedules) into dst:
+// each item starts as start and is decoded with the fields of it; an empty
+// item is reported as not the mapping it expected. Null leaves dst alone.
+// It is a function because methods cannot have type parameters.
+func mappingList[T any](d *decoder, n *yaml.Node, path, list, mapping string, dst *[]T, start T, fields func(*T) []field) {
+	r, ok := d.node(n, path, yaml.SequenceNode, list)
 	if !ok {
 		return
 	}
-	c.Routes = make([]Route, 0, len(r.Content))
-	for i, item := range r.Content {
+	*dst = make([]T, 0, len(r.Content))
+	for i, it := range r.Content {
 		p := fmt.Sprintf("%s[%d]", path, i)
-		d.lines[p] = item.Line
-		var rt Route
-		if isNull(resolve(item)) {
-			d.fail(item.Line, p, "expected a route mapping, got nothing")
+		d.lines[p] = it.Line
+		if isNull(resolve(it)) {
+			d.fail(it.Line, p, "expected %s, got nothing", mapping)
 			continue
 		}
-		d.mapping(item, p, append([]field{
+		v := start
+		d.mapping(it, p, fields(&v))
+		*dst = append(*dst, v)
+	}
+}
+
+// routes decodes the route list. References are checked by validate.
+func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
+	mappingList(d, n, path, "a list of routes", "a route mapping", &c.Routes, Route{}, func(rt *Route) []field {
+		return append([]field{
 			{"platform", d.str(&rt.Platform)},
 			{"workspace", d.str(&rt.Workspace)},
 			{"channel", d.str(&rt.Channel)},
 			{"profile", d.str(&rt.Profile)},
 			{"profiles", d.list(&rt.Profiles)},
-		}, d.limitFields(&rt.Limits)...))
-		c.Routes = append(c.Routes, rt)
-	}
+		}, d.limitFields(&rt.Limits)...)
+	})
 }
 
 // schedules decodes the schedule list. Expressions, zones and references
 // are checked by validate.
 func (d *decoder) schedules(n *yaml.Node, path string, c *Config) {
-	r := resolve(n)
-	if isNull(r) {
-		return
-	}
-	if r.Kind != yaml.SequenceNode {
-		d.fail(n.Line, path, "expected a list of schedules, got %s", yamlnode.Describe(r))
-		return
-	}
-	c.Schedules = make([]Schedule, 0, len(r.Content))
-	for i, item := range r.Content {
-		p := fmt.Sprintf("%s[%d]", path, i)
-		d.lines[p] = item.Line
-		if isNull(resolve(item)) {
-			d.fail(item.Line, p, "expected a schedule mapping, got nothing")
-			continue
-		}
-		s := Schedule{CatchUp: schedule.DefaultCatchUp}
-		d.mapping(item, p, []field{
+	mappingList(d, n, path, "a list of schedules", "a schedule mapping", &c.Schedules, Schedule{CatchUp: schedule.DefaultCatchUp}, func(s *Schedule) []field {
+		return []field{
 			{"name", d.str(&s.Name)},
 			{"platform", d.str(&s.Platform)},
 			{"workspace", d.str(&s.Workspace)},
@@ -718,7 +712,6 @@ func (d *decoder) schedules(n *yaml.Node, path string, c *Config) {
 			{"profile", d.str(&s.Profile)},
 			{"session", d.str(&s.Session)},
 			{"catch_up", d.duration(&s.CatchUp, false)},
-		})
-		c.Schedules = append(c.Schedules, s)
-	}
+		}
+	})
 }

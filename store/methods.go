@@ -407,19 +407,12 @@ func deleteBefore(b *bolt.Bucket, limit []byte) error {
 // seen) and the latest missed run it skipped; ok is false when the store
 // has no record of it.
 func (s *Store) ScheduleRun(ctx context.Context, name string) (last, skipped time.Time, ok bool, err error) {
-	err = s.view(ctx, "schedule run", func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketSchedule).Get([]byte(name))
-		if v == nil {
-			return nil
-		}
-		var rec scheduleRec
-		if err := decode(v, &rec); err != nil {
-			return fmt.Errorf("schedule %q: %w", name, err)
-		}
-		last, skipped, ok = rec.Last, rec.Skipped, true
-		return nil
-	})
-	return last, skipped, ok, err
+	var rec scheduleRec
+	found, err := s.lookup(ctx, "schedule run", bucketSchedule, []byte(name), &rec)
+	if err != nil {
+		return time.Time{}, time.Time{}, false, fmt.Errorf("schedule %q: %w", name, err)
+	}
+	return rec.Last, rec.Skipped, found, nil
 }
 
 // SetScheduleRun records the named schedule's last run and skipped run
