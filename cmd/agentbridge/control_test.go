@@ -361,9 +361,20 @@ func TestServeAgentControlDiscord(t *testing.T) {
 		t.Errorf("b's reply %q, want a new session", two)
 	}
 	fake.Dispatch("INTERACTION_CREATE", discordtest.SlashCommand("I3", "itok-back", "C1", "G1", discordAlice, "agent", "a"))
-	// The switch waits for the conversation's lane, so its answer follows
-	// in the channel.
-	reply("the switch back", "Switched to a")
+	// The switch runs on the conversation's lane: when b's turn has ended
+	// it answers in its own slash response, when the turn is still saving
+	// its session the answer follows in the channel.
+	waitDiscord(t, fake, "the switch back", func() bool {
+		if r, ok := fake.Interaction("itok-back"); ok && strings.Contains(r.Content, "Switched to a") {
+			return true
+		}
+		for _, c := range fake.Contents("C1") {
+			if strings.Contains(c, "Switched to a") {
+				return true
+			}
+		}
+		return false
+	})
 	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M4", "C1", "G1", discordAlice, "msg-three", true))
 	if three := reply("a's reply", "msg-three"); !strings.Contains(three, "resumed "+idA) {
 		t.Errorf("back on a: %q, want %s resumed", three, idA)
