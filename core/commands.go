@@ -39,9 +39,11 @@ type Command struct {
 	// Description is one short lowercase line, as help shows it after
 	// the name (Discord allows 100 characters).
 	Description string
-	// Arg names the optional argument as help shows it ("NAME"); "" when
-	// the command takes none.
+	// Arg names the argument as help shows it ("NAME"); "" when the
+	// command takes none. It is optional unless ArgRequired.
 	Arg string
+	// ArgRequired: the command needs its argument (/forget NAME).
+	ArgRequired bool
 	// ArgDescription describes the argument (Discord shows it).
 	ArgDescription string
 	// ArgProfile marks an argument that names a profile: a platform that
@@ -80,7 +82,7 @@ var Commands = []Command{
 		Arg: "NAME", ArgDescription: "session name: letters, digits, '.', '_' or '-'", Effect: ChangesWithArg},
 	{Name: "sessions", Description: "list this conversation's sessions with their agent, turns and last use"},
 	{Name: "forget", Description: "delete the session NAME (not the active one: switch or /new first)",
-		Arg: "NAME", ArgDescription: "the session to delete", Effect: Changes},
+		Arg: "NAME", ArgRequired: true, ArgDescription: "the session to delete", Effect: Changes},
 	{Name: "schedules", Description: "list the scheduled turns that post in this channel, and when they run next"},
 	{Name: "usage", Description: "show tokens and cost of this session, this conversation and the last 24 h here"},
 	{Name: "help", Description: "show the bridge's commands"},

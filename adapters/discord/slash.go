@@ -52,6 +52,7 @@ func applicationCommands(global bool, profiles []string) []*discordgo.Applicatio
 				Description: sentence(c.ArgDescription),
 				MinLength:   &one,
 				MaxLength:   64,
+				Required:    c.ArgRequired,
 			}
 			// Discord takes at most 25 choices; a choice list is only
 			// worth it with something to choose.

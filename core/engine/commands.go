@@ -66,7 +66,10 @@ func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, k
 		b.WriteString("Send a message and the agent answers here. Commands:\n")
 		for _, c := range core.Commands {
 			arg := ""
-			if c.Arg != "" {
+			switch {
+			case c.ArgRequired:
+				arg = " " + c.Arg
+			case c.Arg != "":
 				arg = " [" + c.Arg + "]"
 			}
 			fmt.Fprintf(&b, "%s%s%s — %s\n", ps.Prefix, c.Name, arg, c.Description)

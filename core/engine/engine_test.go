@@ -468,6 +468,10 @@ func TestSessionCommands(t *testing.T) {
 	if want := "/session [NAME] — switch to (or create) the session NAME; without NAME, show the active one"; !strings.Contains(help.Post.Text, want) {
 		t.Errorf("/help lacks %q:\n%s", want, help.Post.Text)
 	}
+	// A required argument shows bare, an optional one in brackets.
+	if want := "\n/forget NAME — "; !strings.Contains(help.Post.Text, want) {
+		t.Errorf("/help lacks %q:\n%s", want, help.Post.Text)
+	}
 	for _, c := range core.Commands {
 		if !strings.Contains(help.Post.Text, "\n/"+c.Name) {
 			t.Errorf("/help lacks /%s:\n%s", c.Name, help.Post.Text)
