@@ -110,6 +110,9 @@ func (r Route) Matches(conv core.ConversationKey) bool {
 		(r.Channel == "" || r.Channel == conv.Channel)
 }
 
+// DefaultCatchUp is the catch-up window of a schedule that sets none.
+const DefaultCatchUp = time.Hour
+
 // Schedule is one entry of schedules: a message sent to the agent as a
 // turn in one conversation at the times a cron expression gives.
 type Schedule struct {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/internal/yamlnode"
-	"github.com/agentbridge/agentbridge/schedule"
 )
 
 // decoder walks the YAML node tree of one file into a Config. It collects
@@ -699,7 +698,7 @@ func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
 // schedules decodes the schedule list. Expressions, zones and references
 // are checked by validate.
 func (d *decoder) schedules(n *yaml.Node, path string, c *Config) {
-	mappingList(d, n, path, "a list of schedules", "a schedule mapping", &c.Schedules, Schedule{CatchUp: schedule.DefaultCatchUp}, func(s *Schedule) []field {
+	mappingList(d, n, path, "a list of schedules", "a schedule mapping", &c.Schedules, Schedule{CatchUp: DefaultCatchUp}, func(s *Schedule) []field {
 		return []field{
 			{"name", d.str(&s.Name)},
 			{"platform", d.str(&s.Platform)},

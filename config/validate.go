@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/internal/yamlnode"
-	"github.com/agentbridge/agentbridge/schedule"
+	"github.com/agentbridge/agentbridge/schedule/cronexpr"
 )
 
 // platformNames lists the names a route may give as its platform: every
@@ -319,7 +319,7 @@ func (d *decoder) validateSchedules(c *Config) {
 		}
 		req("channel", s.Channel, "the Slack or Discord channel id or the Telegram chat id")
 		if req("cron", s.Cron, `a cron expression such as "0 9 * * 1-5"`) {
-			if _, err := schedule.Parse(s.Cron); err != nil {
+			if _, err := cronexpr.Parse(s.Cron); err != nil {
 				d.fail(d.line(p+".cron"), p+".cron", "%v", err)
 			}
 		}

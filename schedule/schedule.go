@@ -9,40 +9,17 @@ package schedule
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-	_ "time/tzdata" // IANA zones even where the system has none (slim images)
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/schedule/cronexpr"
 )
-
-// DefaultCatchUp is the catch-up window of an entry that sets none.
-const DefaultCatchUp = time.Hour
-
-// parser reads standard five-field expressions (minute, hour, day of
-// month, month, day of week), an optional leading seconds field, and the
-// @hourly, @daily, @weekly, @monthly, @yearly and @every descriptors.
-var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// Parse checks a cron expression. Time zones come from the entry's
-// time_zone, not from a CRON_TZ= prefix.
-func Parse(expr string) (cron.Schedule, error) {
-	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
-		return nil, fmt.Errorf("set the time zone with time_zone, not in the expression")
-	}
-	s, err := parser.Parse(expr)
-	if err != nil {
-		return nil, fmt.Errorf("invalid cron expression: %w", err)
-	}
-	return s, nil
-}
 
 // Entry is one scheduled turn.
 type Entry struct {
@@ -106,7 +83,7 @@ func New(entries []Entry, state State, log *slog.Logger) *Scheduler {
 func (s *Scheduler) build(entries []Entry, old []*entry) []*entry {
 	var out []*entry
 	for _, en := range entries {
-		sched, err := Parse(en.Cron)
+		sched, err := cronexpr.Parse(en.Cron)
 		if err != nil {
 			s.log.Error("schedule left out", "schedule", en.Name, "err", err)
 			continue

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/schedule/cronexpr"
 	"github.com/agentbridge/agentbridge/store"
 )
 
@@ -66,7 +67,7 @@ func TestNextWallClock(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sched, err := Parse(tc.expr)
+			sched, err := cronexpr.Parse(tc.expr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,8 +84,8 @@ func TestNextWallClock(t *testing.T) {
 
 func TestParseRejects(t *testing.T) {
 	for _, expr := range []string{"", "* * * *", "61 * * * *", "0 9 * * mon-xyz", "CRON_TZ=UTC 0 9 * * *", "1 2 3 4 5 6 7"} {
-		if _, err := Parse(expr); err == nil {
-			t.Errorf("Parse(%q) succeeded; want an error", expr)
+		if _, err := cronexpr.Parse(expr); err == nil {
+			t.Errorf("cronexpr.Parse(%q) succeeded; want an error", expr)
 		}
 	}
 }
@@ -300,7 +301,7 @@ func FuzzParseNext(f *testing.F) {
 	}
 	zones := []string{"UTC", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata"}
 	f.Fuzz(func(t *testing.T, expr string) {
-		sched, err := Parse(expr)
+		sched, err := cronexpr.Parse(expr)
 		if err != nil {
 			return
 		}
