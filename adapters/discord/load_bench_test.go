@@ -12,10 +12,11 @@ import (
 	"github.com/agentbridge/agentbridge/internal/streamload"
 )
 
-// BenchmarkStreams runs STREAMLOAD_RUNS (default 20) independent runs at
-// once, each STREAMLOAD_STREAMS (default 5) concurrent streamed replies,
-// one per channel, against the fake's per-route buckets (5 requests per
-// 5 s, announced in X-RateLimit-* headers, 429 past them), for
+// BenchmarkStreams runs STREAMLOAD_RUNS (default 20) independent runs one
+// after another (STREAMLOAD_PARALLEL=1: all at once), each of
+// STREAMLOAD_STREAMS (default 5) concurrent streamed replies, one per
+// channel, against the fake's per-route buckets (5 requests per 5 s,
+// announced in X-RateLimit-* headers, 429 past them), for
 // STREAMLOAD_SECONDS (default 20) of streaming (ends staggered by a
 // second). See BENCHMARKS.md.
 func BenchmarkStreams(b *testing.B) {

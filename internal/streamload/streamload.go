@@ -144,19 +144,27 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s)-1)*p/100+0.5))]
 }
 
-// Bench runs STREAMLOAD_RUNS (default 20) independent runs of run at once,
-// each of STREAMLOAD_STREAMS streams (default streams) writing for
+// Bench runs STREAMLOAD_RUNS (default 20) independent runs of run one
+// after another (the "consecutive runs"; STREAMLOAD_PARALLEL=1
+// runs them at once instead, a quick check that costs one run's wall
+// time), each of STREAMLOAD_STREAMS streams (default streams) writing for
 // STREAMLOAD_SECONDS (default secs), and reports them (Report), once per
 // b.Loop iteration.
 func Bench(b *testing.B, streams, secs int, run func(streams int, stream time.Duration) (Result, error)) {
 	runs := envInt("STREAMLOAD_RUNS", 20)
 	streams, secs = envInt("STREAMLOAD_STREAMS", streams), envInt("STREAMLOAD_SECONDS", secs)
+	parallel := os.Getenv("STREAMLOAD_PARALLEL") == "1"
 	for b.Loop() {
 		results := make([]Result, runs)
 		errs := make([]error, runs)
+		one := func(r int) { results[r], errs[r] = run(streams, time.Duration(secs)*time.Second) }
 		var wg sync.WaitGroup
 		for r := range runs {
-			wg.Go(func() { results[r], errs[r] = run(streams, time.Duration(secs)*time.Second) })
+			if parallel {
+				wg.Go(func() { one(r) })
+			} else {
+				one(r)
+			}
 		}
 		wg.Wait()
 		for _, err := range errs {
