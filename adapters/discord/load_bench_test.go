@@ -17,8 +17,8 @@ import (
 // STREAMLOAD_STREAMS (default 5) concurrent streamed replies, one per
 // channel, against the fake's per-route buckets (5 requests per 5 s,
 // announced in X-RateLimit-* headers, 429 past them), for
-// STREAMLOAD_SECONDS (default 20) of streaming (ends staggered by a
-// second). See BENCHMARKS.md.
+// STREAMLOAD_SECONDS (default 20) of streaming (ends a second apart,
+// each at a random point of its second). See BENCHMARKS.md.
 func BenchmarkStreams(b *testing.B) {
 	streamload.Bench(b, 5, 20, func(streams int, d time.Duration) (streamload.Result, error) {
 		return discordRun(b, streams, d)

@@ -16,8 +16,8 @@ import (
 // STREAMLOAD_STREAMS (default 10) concurrent streamed replies in threads
 // of one workspace, against a fake that answers chat.update with 429 past
 // 50 calls in any minute (Tier 3), for STREAMLOAD_SECONDS (default 30) of
-// streaming (ends staggered by 3 s), with the adapter's default budget and
-// a 1 s edit cadence. See BENCHMARKS.md.
+// streaming (ends 3 s apart, each at a random point of its 3 s), with the
+// adapter's default budget and a 1 s edit cadence. See BENCHMARKS.md.
 func BenchmarkStreams(b *testing.B) {
 	streamload.Bench(b, 10, 30, func(streams int, d time.Duration) (streamload.Result, error) {
 		return slackRun(b, streams, d)

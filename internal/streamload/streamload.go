@@ -10,6 +10,7 @@ package streamload
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -35,7 +36,10 @@ type Update struct {
 type Config struct {
 	Convs []core.ConversationKey // one stream each
 	// Stream is how long the first stream writes; stream i writes
-	// Stream + i·Stagger, so the agents end at different times.
+	// Stream + i·Stagger plus a random part of Stagger, so the agents end
+	// at different times, and at a different point of the pacing in every
+	// run (evenly staggered ends would meet a periodic pacer at the same
+	// phase every run, and the final text's latency would be luck).
 	Stream, Stagger time.Duration
 	// Every is the agents' pace: one word each Every.
 	Every time.Duration
@@ -75,6 +79,9 @@ func Run(ctx context.Context, p core.Platform, cfg Config) (Result, error) {
 		wg.Go(func() {
 			pr := stream.Start(ctx, p, conv, stream.Options{})
 			until := start.Add(cfg.Stream + time.Duration(i)*cfg.Stagger)
+			if cfg.Stagger > 0 {
+				until = until.Add(rand.N(cfg.Stagger))
+			}
 			t := time.NewTicker(cfg.Every)
 			defer t.Stop()
 			for w := 0; time.Now().Before(until); w++ {
