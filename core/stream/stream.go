@@ -9,7 +9,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -75,13 +74,6 @@ const defaultHeartbeat = 20 * time.Second
 // thinkingTail bounds how much thinking text stays visible: reasoning can be
 // long, and the answer is what matters.
 const thinkingTail = 1200
-
-// retry bounds for failed platform calls (not rate limits, which say how
-// long to wait).
-const (
-	minBackoff = 500 * time.Millisecond
-	maxBackoff = 30 * time.Second
-)
 
 // Presenter streams one reply. Partial may be called from any goroutine;
 // Finish once, at the end.
@@ -232,10 +224,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 		plainMode   = s.lim.Dialect == render.Plain
 		maxText     = s.lim.MaxText
 		interval    = max(s.lim.EditInterval, s.opts.MinEditInterval)
-		lastOp      time.Time
-		notBefore   time.Time // rate limit or backoff
-		turnWait    bool      // notBefore is only an interim frame's turn in the budget
-		backoff     = minBackoff
+		pace        = newPacer(interval)
 		start       = time.Now()
 		win         = window{to: -1}
 		groupStart  time.Time // when the current group's first message was sent
@@ -358,19 +347,8 @@ func (s *Presenter) loop(ctx context.Context) error {
 
 		// Respect the cadence and any rate limit. New partials arriving
 		// meanwhile are coalesced: the text is recomputed after the wait.
-		// The final text skips the cadence (nothing follows it to
-		// coalesce): it goes as soon as the platform's budget lets it.
-		cadence := interval
-		if final != nil {
-			cadence = 0
-			if turnWait {
-				// The turn was an interim frame's; the final text asks
-				// for its own, which comes first.
-				notBefore, turnWait = time.Time{}, false
-			}
-		}
-		if d := time.Until(nextWrite(lastOp, notBefore, cadence)); d > 0 {
-			if err := s.pauseUntilFinal(ctx, d, final != nil); err != nil {
+		if d := time.Until(pace.next(final != nil)); d > 0 {
+			if err := s.pauseUntilFinal(ctx, d, final == nil); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
 			continue
@@ -406,19 +384,19 @@ func (s *Presenter) loop(ctx context.Context) error {
 		} else {
 			ref = sent[idx].ref
 			err = s.plat.Edit(ctx, ref, post)
-			if errors.Is(err, core.ErrNotModified) {
-				err = nil
-			}
 		}
-		if !turnRefusal(err) { // a refusal by the adapter's budget reached nobody
-			lastOp = time.Now()
-			if groupStart.IsZero() {
-				groupStart = lastOp
-			}
+		o := classify(err, attempt{edit: !isSend, interim: post.Interim, plain: plainMode, maxText: maxText}, ctx.Err())
+		now := time.Now()
+		if o.kind == failed {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "reply delivery failed; retrying", slog.Any("conv", s.conv), slog.Duration("backoff", pace.backoff), slog.Any("err", err))
+		}
+		pace.record(now, o)
+		if o.reached && groupStart.IsZero() {
+			groupStart = now
 		}
 
-		if err == nil {
-			backoff = minBackoff
+		switch o.kind {
+		case shown:
 			replied = replied || isSend
 			m := sentMsg{ref: ref, text: post.Text, plain: post.Plain}
 			if isSend {
@@ -434,41 +412,26 @@ func (s *Presenter) loop(ctx context.Context) error {
 					shownTo, shownLen = composedTo, pieceLen
 				}
 			}
-			continue
-		}
-
-		if ra, ok := core.RetryAfter(err); ok {
+		case wait:
 			// The adapter's budget saying when this reply's turn comes is
 			// not worth a warning.
-			turnWait = turnRefusal(err) && post.Interim
-			if !turnWait {
-				s.log.LogAttrs(ctx, slog.LevelWarn, "reply rate limited", slog.Any("conv", s.conv), slog.Duration("retry_after", ra))
+			if !o.turn {
+				s.log.LogAttrs(ctx, slog.LevelWarn, "reply rate limited", slog.Any("conv", s.conv), slog.Duration("retry_after", o.after))
 			}
-			notBefore = time.Now().Add(ra)
-			continue
-		}
-		switch {
-		case errors.Is(err, core.ErrFormatting) && !plainMode:
+		case plain:
 			s.log.LogAttrs(ctx, slog.LevelWarn, "platform rejected markup; resending as plain text", slog.Any("conv", s.conv), slog.Any("err", err))
 			plainMode = true
-			continue
-		case errors.Is(err, core.ErrMessageTooLong) && maxText > 200:
+		case smaller:
 			maxText = maxText * 3 / 4
 			s.log.LogAttrs(ctx, slog.LevelWarn, "platform said message too long; splitting smaller", slog.Any("conv", s.conv), slog.Int("max_text", maxText))
-			continue
-		case errors.Is(err, core.ErrNotFound) && !isSend:
+		case gone:
 			// The message was deleted: continue the reply in new messages.
 			s.log.LogAttrs(ctx, slog.LevelWarn, "reply message gone; reposting", slog.Any("conv", s.conv))
 			sent = sent[:idx]
 			finalized = min(finalized, idx)
-			continue
-		}
-		if ctx.Err() != nil {
+		case ended:
 			return fmt.Errorf("present reply in %s: %w", s.conv, context.Cause(ctx))
 		}
-		s.log.LogAttrs(ctx, slog.LevelWarn, "reply delivery failed; retrying", slog.Any("conv", s.conv), slog.Duration("backoff", backoff), slog.Any("err", err))
-		notBefore, turnWait = time.Now().Add(backoff), false
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
@@ -503,7 +466,7 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 		return 0, false, nil
 	}
 	s.show(sentMsg{ref: stream.Ref()}, false)
-	var lastOp, notBefore time.Time
+	pace := newPacer(interval)
 	appended := 0
 	for {
 		out, final := s.snapshot()
@@ -515,12 +478,10 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 			}
 			continue
 		}
-		cadence := interval
-		if final != nil {
-			cadence = 0 // the end goes as soon as the budget lets it
-		}
-		if d := time.Until(nextWrite(lastOp, notBefore, cadence)); d > 0 {
-			if err := pause.Sleep(ctx, d); err != nil {
+		if d := time.Until(pace.next(final != nil)); d > 0 {
+			// The stream's calls keep the cadence (core.Stream); only an
+			// interim append's turn does not hold the end.
+			if err := s.pauseUntilFinal(ctx, d, final == nil && pace.turnHolds()); err != nil {
 				return appended, false, fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
 			continue
@@ -530,14 +491,12 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 		} else {
 			err = stream.Append(ctx, delta)
 		}
-		if !turnRefusal(err) {
-			lastOp = time.Now()
-		}
-		if ra, ok := core.RetryAfter(err); ok {
-			notBefore = time.Now().Add(ra)
+		o := classify(err, attempt{interim: final == nil}, ctx.Err())
+		pace.record(time.Now(), o)
+		if o.kind == wait {
 			continue
 		}
-		if err != nil {
+		if o.kind != shown {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "native stream failed; posting the rest", slog.Any("conv", s.conv), slog.Any("err", err))
 			if final == nil {
 				stream.Stop(ctx, "")
@@ -582,11 +541,11 @@ func (s *Presenter) finalize(ctx context.Context, sent []sentMsg) {
 }
 
 // pauseUntilFinal waits d (the cadence, or a turn in the platform's
-// budget) without looking at new partials, which coalesce meanwhile; a
-// wait for interim text ends early when the final text arrives, since it
-// goes first.
-func (s *Presenter) pauseUntilFinal(ctx context.Context, d time.Duration, final bool) error {
-	if final {
+// budget) without looking at new partials, which coalesce meanwhile. With
+// interruptible (a wait for interim text) it ends early when the final
+// text arrives, since that goes first.
+func (s *Presenter) pauseUntilFinal(ctx context.Context, d time.Duration, interruptible bool) error {
+	if !interruptible {
 		return pause.Sleep(ctx, d)
 	}
 	t := time.NewTimer(d)
@@ -852,20 +811,4 @@ func quote(thinking string) string {
 		thinking = "…" + string(r[len(r)-thinkingTail:])
 	}
 	return render.QuoteMarkdown("💭 " + thinking)
-}
-
-// turnRefusal reports whether err is the adapter's own budget refusing a
-// call before it reached the platform (core.RateLimitError.Turn).
-func turnRefusal(err error) bool {
-	var rl *core.RateLimitError
-	return errors.As(err, &rl) && rl.Turn
-}
-
-// nextWrite is when the next write of a reply may go: not before notBefore
-// (a rate limit's end) and one cadence interval after the last write.
-func nextWrite(lastOp, notBefore time.Time, interval time.Duration) time.Time {
-	if next := lastOp.Add(interval); !lastOp.IsZero() && next.After(notBefore) {
-		return next
-	}
-	return notBefore
 }

@@ -515,3 +515,34 @@ func TestOverflowKeepsMessagesAsShown(t *testing.T) {
 		}
 	})
 }
+
+// TestNativeFinalDoesNotWaitForAnInterimTurn: on a native stream, as for
+// posts and edits, an interim append refused its turn in the adapter's
+// budget does not hold the end of the reply: Stop asks for its own turn.
+func TestNativeFinalDoesNotWaitForAnInterimTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(4000, time.Second))
+		p.EnableStreams()
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		s.Partial(stream.RoleOutput, "hello")
+		synctest.Wait()
+		p.Fail(platformtest.OpAppend, &core.RateLimitError{RetryAfter: 10 * time.Second, Turn: true})
+		time.Sleep(2 * time.Second)
+		s.Partial(stream.RoleOutput, " world")
+		synctest.Wait() // the interim append is refused: its turn is 10 s away
+		end := time.Now()
+		if err := s.Finish(stream.Final{Footer: "done"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(end); got > 0 {
+			t.Errorf("the stream stopped %v after the agent's end; want at once", got)
+		}
+		stops := p.CallsOf(platformtest.OpStop)
+		if len(stops) != 1 || stops[0].Post.Text != " world\n\n_done_" {
+			t.Errorf("stops = %+v, want one with the rest and the footer", stops)
+		}
+		if got := p.Texts(conv); len(got) != 1 || got[0] != "hello world\n\n_done_" {
+			t.Errorf("messages = %q", got)
+		}
+	})
+}
