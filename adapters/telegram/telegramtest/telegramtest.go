@@ -4,7 +4,9 @@
 // updates for getUpdates with real offset semantics (an update is confirmed
 // by a later call with a higher offset), serves files for getFile, records
 // every call, and can inject errors such as 429 with retry_after, 409 and
-// 401.
+// 401. Like the real Bot API it enforces flood limits (see Limits): a
+// message over a chat's or a group's budget is answered 429 with
+// retry_after.
 package telegramtest
 
 import (
@@ -74,6 +76,43 @@ type Server struct {
 	faults  map[string][]Fault
 	files   map[string]file
 	maxPoll time.Duration
+	limits  Limits
+	flood   map[string][]time.Time // accepted messages' times, by budget ("chat:ID", "group:ID")
+}
+
+// Window is one flood limit: at most N calls within any Per.
+type Window struct {
+	N   int
+	Per time.Duration
+}
+
+// Limits are the flood limits the server enforces, each a sliding window:
+// a call that would make more than N calls of its kind within Per is
+// answered 429 with retry_after (whole seconds, until the oldest of them
+// leaves the window) and does not count.
+type Limits struct {
+	// Chat limits every chat's sendMessage, editMessageText and
+	// sendMessageDraft calls together.
+	Chat []Window
+	// Group limits a group's (chat_id < 0) sendMessage and
+	// editMessageText calls together, on top of Chat.
+	Group []Window
+}
+
+// DefaultLimits are Telegram's published flood limits (Bots FAQ, quoted
+// by grammY's flood guide; research/platforms.md): "avoid sending more than
+// one message per second" in a chat, short bursts tolerated, then 429 — a
+// chat may send 60 calls in any minute and a burst of 3 in any second;
+// and "no more than 20 messages per minute" to a group, which grammY's
+// maintainers observe applies to edits too.
+//
+// Nothing is documented for sendMessageDraft. It animates a message in the
+// chat like an edit does, so, to be strict, drafts count against the chat's
+// limit like any message: a bridge that passes this fake stays within
+// Telegram's limits whatever drafts really cost.
+var DefaultLimits = Limits{
+	Chat:  []Window{{N: 3, Per: time.Second}, {N: 60, Per: time.Minute}},
+	Group: []Window{{N: 20, Per: time.Minute}},
 }
 
 type pending struct {
@@ -97,6 +136,8 @@ func NewServer(token string) *Server {
 		faults:  map[string][]Fault{},
 		files:   map[string]file{},
 		maxPoll: 30 * time.Second,
+		limits:  DefaultLimits,
+		flood:   map[string][]time.Time{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /{bottoken}/{method}", s.api)
@@ -117,6 +158,14 @@ func (s *Server) Fail(method string, faults ...Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults[method] = append(s.faults[method], faults...)
+}
+
+// SetLimits replaces the flood limits (DefaultLimits until set); the zero
+// Limits turns them off. Calls made so far still count.
+func (s *Server) SetLimits(l Limits) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limits = l
 }
 
 // RateLimit returns a 429 fault asking to wait retryAfter seconds.
@@ -257,6 +306,12 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		fail(w, f)
 		return
 	}
+	if f, limited := s.floodLocked(method, r.Form.Get("chat_id"), time.Now()); limited {
+		s.calls[len(s.calls)-1].Fault = &f
+		s.mu.Unlock()
+		fail(w, f)
+		return
+	}
 	s.mu.Unlock()
 
 	switch method {
@@ -295,6 +350,53 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	default:
 		fail(w, Fault{Code: 404, Description: "Not Found: method not found"})
 	}
+}
+
+// floodLocked applies the flood limits to a call of method to chat at now:
+// it counts the call, or returns the 429 that refuses it. s.mu is held.
+func (s *Server) floodLocked(method, chat string, now time.Time) (Fault, bool) {
+	type budget struct {
+		key     string
+		windows []Window
+	}
+	var budgets []budget
+	switch method {
+	case "sendMessage", "editMessageText", "sendMessageDraft":
+		budgets = append(budgets, budget{"chat:" + chat, s.limits.Chat})
+		if method != "sendMessageDraft" && strings.HasPrefix(chat, "-") {
+			budgets = append(budgets, budget{"group:" + chat, s.limits.Group})
+		}
+	}
+	wait := time.Duration(0)
+	for _, b := range budgets {
+		longest := time.Duration(0)
+		for _, win := range b.windows {
+			longest = max(longest, win.Per)
+		}
+		times := s.flood[b.key]
+		for len(times) > 0 && now.Sub(times[0]) >= longest {
+			times = times[1:] // past every window
+		}
+		s.flood[b.key] = times
+		for _, win := range b.windows {
+			// The calls within win.Per of now; the oldest of the last N
+			// must leave the window before another may go.
+			in := 0
+			for i := len(times) - 1; i >= 0 && now.Sub(times[i]) < win.Per; i-- {
+				in++
+			}
+			if win.N > 0 && in >= win.N {
+				wait = max(wait, times[len(times)-win.N].Add(win.Per).Sub(now))
+			}
+		}
+	}
+	if wait > 0 {
+		return RateLimit(int((wait + time.Second - 1) / time.Second)), true
+	}
+	for _, b := range budgets {
+		s.flood[b.key] = append(s.flood[b.key], now)
+	}
+	return Fault{}, false
 }
 
 func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
