@@ -54,7 +54,9 @@ func (a *Adapter) sendDraft(ctx context.Context, to core.ConversationKey, chat i
 	a.draftSeq++
 	d := &draft{id: a.draftSeq, conv: to, chat: chat, post: p}
 	a.mu.Unlock()
-	if err := a.pushDraft(ctx, d, p); err != nil {
+	// The conversation holds the budget's place while a first draft waits
+	// its turn (the presenter sends again then), as a first message would.
+	if err := a.pushDraft(ctx, d, to.String(), p); err != nil {
 		_, limited := core.RetryAfter(err)
 		if limited || ctx.Err() != nil || errors.Is(err, core.ErrFormatting) || errors.Is(err, core.ErrMessageTooLong) {
 			return core.MessageRef{}, true, err // about this text, not about drafts
@@ -75,7 +77,13 @@ func (a *Adapter) sendDraft(ctx context.Context, to core.ConversationKey, chat i
 	return core.MessageRef{Conv: to, ID: draftPrefix + strconv.FormatInt(d.id, 10)}, true, nil
 }
 
-func (a *Adapter) pushDraft(ctx context.Context, d *draft, p core.Post) error {
+// pushDraft shows p in draft d, as caller (who keeps one place in the
+// budget's queue). Telegram documents no limit for drafts; they animate a
+// message of the chat like edits, so they spend the chat's flood budget
+// like edits: interim calls that leave room for final text. Over the
+// budget it returns a *core.RateLimitError without calling Telegram, so
+// the presenter coalesces the text that arrives meanwhile.
+func (a *Adapter) pushDraft(ctx context.Context, d *draft, caller string, p core.Post) error {
 	params, err := a.textParams(p)
 	if err != nil {
 		return err
@@ -83,8 +91,14 @@ func (a *Adapter) pushDraft(ctx context.Context, d *draft, p core.Post) error {
 	params["chat_id"] = d.conv.Channel
 	params["draft_id"] = strconv.FormatInt(d.id, 10)
 	params.AddNonEmpty("message_thread_id", d.conv.Thread)
-	_, err = a.call(ctx, "sendMessageDraft", params)
-	return err
+	if wait := a.budget(d.chat).TryTake(caller, false); wait > 0 {
+		return &core.RateLimitError{RetryAfter: wait, Turn: true}
+	}
+	if _, err := a.call(ctx, "sendMessageDraft", params); err != nil {
+		a.blocked(d.chat, err)
+		return err
+	}
+	return nil
 }
 
 // armLocked (re)starts d's quiet timer. a.mu is held.
@@ -126,7 +140,7 @@ func (a *Adapter) editDraft(ctx context.Context, ref core.MessageRef, p core.Pos
 		a.mu.Unlock()
 		return a.finishLocked(ctx, d)
 	}
-	if err := a.pushDraft(ctx, d, p); err != nil {
+	if err := a.pushDraft(ctx, d, ref.Conv.Channel+"/"+ref.ID, p); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -188,6 +202,9 @@ func (a *Adapter) finishLocked(ctx context.Context, d *draft) error {
 	}
 	p := d.post
 	a.mu.Unlock()
+	// Its text is final now (nothing replaces it): it goes before
+	// anyone's interim frames.
+	p.Interim = false
 	for attempt := 0; ; attempt++ {
 		ref, err := a.sendMessage(ctx, d.conv, d.chat, p, 0) // drafts are private: no quote
 		if err == nil {

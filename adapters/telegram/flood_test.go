@@ -1,0 +1,90 @@
+package telegram_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/adapters/telegram"
+	"github.com/agentbridge/agentbridge/adapters/telegram/telegramtest"
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/stream"
+)
+
+// Several replies streamed at once into one chat (a schedule's reply and a
+// person's, say) share the chat's flood budget: against a fake with
+// Telegram's limits, drafts and edits are paced by the bridge, no call
+// earns a 429, and every reply's final message holds all its text.
+func TestConcurrentRepliesStayWithinFloodLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		chat    int64
+		replies int
+	}{
+		// Unpaced, four drafts a second would break the chat's limit.
+		{"private chat with drafts", 1001, 4},
+		{"group", -100777, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := telegramtest.NewServer(token)
+			t.Cleanup(fake.Close)
+			a, err := telegram.New(telegram.Options{Token: core.Secret(token), APIURL: fake.URL, Drafts: true, DraftIdle: time.Minute}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			conv := core.ConversationKey{Platform: telegram.Name, Channel: strconv.FormatInt(tc.chat, 10)}
+			const words = 40
+			replies := tc.replies
+			var wg sync.WaitGroup
+			errs := make([]error, replies)
+			for r := range replies {
+				wg.Go(func() {
+					pr := stream.Start(ctx, a, conv, stream.Options{})
+					tick := time.NewTicker(50 * time.Millisecond)
+					defer tick.Stop()
+					for w := range words {
+						pr.Partial(stream.RoleOutput, fmt.Sprintf("r%dw%d ", r, w))
+						<-tick.C
+					}
+					pr.Partial(stream.RoleOutput, fmt.Sprintf("END%d.", r))
+					errs[r] = pr.Finish(stream.Final{})
+				})
+			}
+			wg.Wait()
+			for r, err := range errs {
+				if err != nil {
+					t.Fatalf("reply %d: %v", r, err)
+				}
+			}
+			for _, c := range fake.Calls() {
+				if c.Fault != nil && c.Fault.Code == 429 {
+					t.Errorf("%s at %v earned a 429: %s", c.Method, c.At.Format("15:04:05.000"), c.Fault.Description)
+				}
+			}
+			if tc.chat > 0 && len(fake.Calls("sendMessageDraft")) == 0 {
+				t.Errorf("no drafts; want the replies streamed as drafts")
+			}
+			msgs := fake.Messages(tc.chat)
+			for r := range replies {
+				var all []string
+				for w := range words {
+					all = append(all, fmt.Sprintf("r%dw%d", r, w))
+				}
+				want := strings.Join(all, " ") + fmt.Sprintf(" END%d.", r)
+				found := false
+				for _, m := range msgs {
+					found = found || strings.Contains(m.Text, want)
+				}
+				if !found {
+					t.Errorf("no message holds reply %d's whole text %q; messages: %+v", r, want, msgs)
+				}
+			}
+		})
+	}
+}
