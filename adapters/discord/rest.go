@@ -38,8 +38,10 @@ type transport struct {
 }
 
 // routeLimit is a route bucket's budget until Discord announces one:
-// message create and edit allow about 5 per 5 s per channel.
-var routeLimit = pace.Limit{N: 5, Per: 5 * time.Second, Burst: 1}
+// message create and edit allow about 5 per 5 s per channel. A bucket is a
+// window (its calls come back at the announced reset, not one by one), so
+// interim edits can leave one of its calls for a reply's final text.
+var routeLimit = pace.Limit{N: 5, Per: 5 * time.Second, Window: true}
 
 // globalLimit is the bot's global budget, 50 requests a second.
 var globalLimit = pace.Limit{N: 50, Per: time.Second, Burst: 5}
@@ -138,7 +140,7 @@ func (t *transport) observe(key string, resp *http.Response) {
 		budget.Spent(time.Now().Add(seconds(resetAfter)))
 	case limit > 0 && remaining == limit-1 && resetAfter > 0:
 		// The first request of a window: Reset-After is the window.
-		budget.SetLimit(pace.Limit{N: limit, Per: seconds(resetAfter).Round(100 * time.Millisecond), Burst: 1})
+		budget.SetLimit(pace.Limit{N: limit, Per: seconds(resetAfter).Round(100 * time.Millisecond), Window: true})
 	}
 }
 

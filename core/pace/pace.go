@@ -8,16 +8,18 @@
 // the order they first asked (round robin: a caller that just spent goes
 // to the back), except that calls marked first (a reply's final text, a
 // notice, a prompt: text nothing later replaces) go before anyone's
-// interim ones, and interim calls leave one call of a burst free for them. A caller that is refused is
-// told when its turn comes (TryTake) and keeps its place while it comes
-// back then, so a streaming reply can coalesce the text that arrives
-// meanwhile; blocking callers use Take. Hold stops the budget until a
-// platform's Retry-After or an announced reset.
+// interim ones, and interim calls leave one call of a burst (or of a
+// Window) free for them. A caller that is refused is told when its turn
+// comes (TryTake) and keeps its place while it comes back then, so a
+// streaming reply can coalesce the text that arrives meanwhile; blocking
+// callers use Take. Hold stops the budget until a platform's Retry-After
+// or an announced reset.
 package pace
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -36,7 +38,23 @@ type Limit struct {
 	N     int
 	Per   time.Duration
 	Burst int
+	// Window says the platform counts calls per window of Per (Discord's
+	// route buckets: N calls, then none until the reset announced in
+	// X-RateLimit-Reset-After) rather than refilling at a steady rate.
+	// The budget then keeps its last N calls' times: no stretch of
+	// Per/Headroom holds more than N calls (so neither a fixed window nor
+	// a sliding one is met), and interim calls go evenly at InterimShare
+	// of the rate, never taking the N-th call of a stretch of N−1
+	// spacings, so a first call finds one free or freed within
+	// Per/Headroom − (N−1)·spacing (0.85 s at 5 per 5 s, where a token
+	// bucket at 90 % makes it wait up to 1.1 s). Burst is ignored.
+	Window bool
 }
+
+// InterimShare is the share of a Window limit's rate interim calls aim at:
+// under Headroom, so the calls a first one needs come free soon, and over
+// the 80 % of the rate a platform's budget should see used.
+const InterimShare = 0.85
 
 // rate is the steady rate, in calls per second, that keeps any window of
 // l.Per at Headroom·N calls or fewer, bursts included.
@@ -57,9 +75,10 @@ type Budget struct {
 	rate   float64 // calls per second
 	burst  float64
 	tokens float64
-	last   time.Time // when tokens was computed
-	hold   time.Time // nothing goes before this (a 429, a spent bucket)
-	queue  []*waiter // callers that were refused, in the order they go
+	last   time.Time   // when tokens was computed
+	hold   time.Time   // nothing goes before this (a 429, a spent bucket)
+	queue  []*waiter   // callers that were refused, in the order they go
+	calls  []time.Time // a Window limit's last N calls
 }
 
 type waiter struct {
@@ -94,6 +113,7 @@ func (b *Budget) SetLimit(l Limit) {
 	b.refill(time.Now())
 	b.set(l)
 	b.tokens = min(b.tokens, b.burst)
+	b.calls = b.calls[max(len(b.calls)-l.N, 0):]
 }
 
 // Hold stops the budget until until (a platform's Retry-After, or the reset
@@ -149,6 +169,28 @@ func (b *Budget) TryTake(key string, first bool) time.Duration {
 	b.refill(now)
 	b.expire(now)
 	pos := b.place(key, first)
+	var wait time.Duration
+	if b.limit.Window {
+		wait = b.windowTurn(now, pos, first).Sub(now)
+	} else {
+		wait = b.bucketTurn(now, pos, first)
+	}
+	if wait > 0 {
+		b.queue[pos].due = now.Add(wait)
+		return wait
+	}
+	if b.limit.Window {
+		b.calls = append(b.calls[max(len(b.calls)+1-b.limit.N, 0):], now)
+	} else {
+		b.tokens--
+	}
+	b.queue = append(b.queue[:pos], b.queue[pos+1:]...)
+	return 0
+}
+
+// bucketTurn returns how long until the caller at queue position pos may
+// go, with a steady refill. b.mu is held.
+func (b *Budget) bucketTurn(now time.Time, pos int, first bool) time.Duration {
 	// The first floor(tokens) callers in the queue may go now, except
 	// that interim calls leave one call of a burst for a first one, so a
 	// reply's end goes at once even while other replies use the budget.
@@ -163,13 +205,48 @@ func (b *Budget) TryTake(key string, first bool) time.Duration {
 	if h := b.hold.Sub(now); h > 0 {
 		wait = max(wait, h+time.Duration(float64(pos)/b.rate*float64(time.Second)))
 	}
-	if wait > 0 {
-		b.queue[pos].due = now.Add(wait)
-		return wait
+	return wait
+}
+
+// windowTurn returns when the caller at queue position pos may go under a
+// Window limit: each caller ahead of it goes at its own earliest time
+// first. b.mu is held.
+func (b *Budget) windowTurn(now time.Time, pos int, first bool) time.Time {
+	n := b.limit.N
+	window := time.Duration(float64(b.limit.Per) / Headroom)
+	spacing := time.Duration(float64(b.limit.Per) / (InterimShare * float64(n)))
+	calls := slices.Clone(b.calls)
+	t := now
+	if b.hold.After(t) {
+		t = b.hold
 	}
-	b.tokens--
-	b.queue = append(b.queue[:pos], b.queue[pos+1:]...)
-	return 0
+	for k := 0; k <= pos; k++ {
+		f := first
+		if k < pos {
+			f = b.queue[k].first
+		}
+		c := len(calls)
+		if c >= n { // the window must not hold an (N+1)-th call
+			t = later(t, calls[c-n].Add(window))
+		}
+		if !f && n >= 2 {
+			if c >= 1 { // evenly
+				t = later(t, calls[c-1].Add(spacing))
+			}
+			if c >= n-1 { // leaving the N-th call for a first one
+				t = later(t, calls[c-(n-1)].Add(time.Duration(n-1)*spacing))
+			}
+		}
+		calls = append(calls, t)
+	}
+	return t
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // Take waits for key's turn and takes one call, or returns ctx's error.
@@ -296,7 +373,11 @@ func (s *Budgets) forgetIdle() {
 	for k, b := range s.m {
 		b.mu.Lock()
 		b.refill(now)
-		idle := len(b.queue) == 0 && b.tokens >= b.burst && !b.hold.After(now)
+		rested := b.tokens >= b.burst
+		if b.limit.Window {
+			rested = len(b.calls) == 0 || now.Sub(b.calls[len(b.calls)-1]) >= time.Duration(float64(b.limit.Per)/Headroom)
+		}
+		idle := len(b.queue) == 0 && rested && !b.hold.After(now)
 		b.mu.Unlock()
 		if idle {
 			delete(s.m, k)

@@ -191,3 +191,77 @@ func TestFinalFindsTheBudgetFree(t *testing.T) {
 		}
 	})
 }
+
+// TestWindowLeavesACallForTheFinal: on a Window limit (Discord's 5 per
+// 5 s route bucket), a stream's interim calls use at least 80 % of the
+// rate, a final call that comes at any point of their pacing waits at
+// most 0.85 s (where a token bucket at 90 % makes it wait up to 1.1 s), and
+// no window of 5 s holds more than 5 calls even with finals mixed in, three
+// of them at once.
+func TestWindowLeavesACallForTheFinal(t *testing.T) {
+	lim := pace.Limit{N: 5, Per: 5 * time.Second, Window: true}
+	const maxFinalWait = 850 * time.Millisecond
+	for k := range 10 {
+		synctest.Test(t, func(t *testing.T) {
+			b := pace.NewBudget(lim)
+			start := time.Now()
+			var mu sync.Mutex
+			grants := map[string][]time.Time{}
+			var wg sync.WaitGroup
+			wg.Go(func() { spender(b, "s", start.Add(40*time.Second), &mu, grants) })
+			final := func(key string) {
+				asked := time.Now()
+				if err := b.Take(t.Context(), key, true); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				grants[key] = append(grants[key], time.Now())
+				mu.Unlock()
+				if d := time.Since(asked); d > maxFinalWait {
+					t.Errorf("final %s asked at +%v waited %v; want ≤ %v", key, asked.Sub(start), d, maxFinalWait)
+				}
+			}
+			// A final at a different point of the interim pacing each time.
+			time.Sleep(20*time.Second + time.Duration(k)*120*time.Millisecond)
+			final("f")
+			time.Sleep(5 * time.Second)
+			for i := range 3 {
+				wg.Go(func() {
+					b.Take(t.Context(), fmt.Sprint("g", i), true)
+					mu.Lock()
+					grants["g"] = append(grants["g"], time.Now())
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			var all []time.Time
+			for _, g := range grants {
+				all = append(all, g...)
+			}
+			for _, t0 := range all {
+				n := 0
+				for _, t1 := range all {
+					if !t1.Before(t0) && t1.Sub(t0) < lim.Per {
+						n++
+					}
+				}
+				if n > lim.N {
+					t.Fatalf("%d calls in the 5 s from +%v; want ≤ 5", n, t0.Sub(start))
+				}
+			}
+			// The interim calls before the final, over the rate.
+			n := 0
+			for _, at := range grants["s"] {
+				if at.Before(start.Add(20 * time.Second)) {
+					n++
+				}
+			}
+			if used := float64(n) / 20; used < 0.8 {
+				t.Errorf("interim calls used %.0f %% of the rate; want ≥ 80 %%", used*100)
+			}
+		})
+	}
+}
