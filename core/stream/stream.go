@@ -64,16 +64,8 @@ const (
 	RoleThinking = "thinking"
 )
 
-// waitingText replaces the placeholder while a permission prompt waits for
-// an answer: the agent is not busy then, the person is.
-const waitingText = "⏸ waiting for an answer to the permission request"
-
 // defaultHeartbeat is Options.Heartbeat's default.
 const defaultHeartbeat = 20 * time.Second
-
-// thinkingTail bounds how much thinking text stays visible: reasoning can be
-// long, and the answer is what matters.
-const thinkingTail = 1200
 
 // Presenter streams one reply. Partial may be called from any goroutine;
 // Finish once, at the end.
@@ -202,6 +194,14 @@ func (s *Presenter) Finish(f Final) error {
 	return s.err
 }
 
+// view returns the turn as it stands at now.
+func (s *Presenter) view(now time.Time) view {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return view{output: s.output.String(), thinking: s.thinking.String(), final: s.final,
+		waiting: s.prompts > 0, lastVisible: s.lastVisible, now: now}
+}
+
 func (s *Presenter) poke() {
 	select {
 	case s.wake <- struct{}{}:
@@ -209,230 +209,94 @@ func (s *Presenter) poke() {
 	}
 }
 
-// sentMsg is what the platform shows for one message of the reply.
-type sentMsg struct {
-	ref   core.MessageRef
-	text  string
-	plain bool
-}
-
-// loop runs until the final text is on the platform or ctx ends.
+// loop runs until the final text is on the platform or ctx ends: it
+// decides what to send next (decide), waits for the pacer, makes the
+// platform call, classifies its result and records it.
 func (s *Presenter) loop(ctx context.Context) error {
-	var (
-		sent        []sentMsg
-		placeholder bool // sent[0] holds only the placeholder
-		plainMode   = s.lim.Dialect == render.Plain
-		maxText     = s.lim.MaxText
-		interval    = max(s.lim.EditInterval, s.opts.MinEditInterval)
-		pace        = newPacer(interval)
-		start       = time.Now()
-		win         = window{to: -1}
-		groupStart  time.Time // when the current group's first message was sent
-		replied     bool      // a message carrying opts.ReplyTo is on the platform
-		finalized   int       // sent[:finalized] were finalized (core.MessageFinalizer)
-		shownTo     int       // the output offset the group's last message shows up to,
-		shownLen    int       // in a piece this long (render.Length, without the quiet line)
-		pieceLen    int       // render.Length of want's last piece, without the quiet line
-	)
-	if maxText <= 0 {
-		maxText = 4000
-	}
+	start := time.Now()
+	interval := max(s.lim.EditInterval, s.opts.MinEditInterval)
+	r := newReply(s.lim, 0)
 	if st, ok := s.plat.(core.Streamer); ok {
 		from, done, err := s.native(ctx, st, interval, start)
 		if done || err != nil {
 			return err
 		}
 		// No native stream here, or it broke off: post the rest.
-		win.from = from
+		r.win.from = from
 	}
+	c := settings{lim: s.lim, opts: s.opts, start: start}
+	pace := newPacer(interval)
 	for {
-		if s.lim.EditWindow > 0 && win.to < 0 && len(sent) > 0 && !placeholder &&
-			time.Since(groupStart) > s.lim.EditWindow-editMargin(s.lim.EditWindow) {
-			// The group's messages will soon be too old to edit: close it at
-			// a block boundary and continue in new messages.
-			s.mu.Lock()
-			cut := blockCut(s.output.String(), win.from)
-			s.mu.Unlock()
-			if cut > win.from {
-				win.to = cut
-			} else {
-				groupStart = time.Now() // nowhere to cut yet; look again later
-			}
-		}
-		md, final, composedTo := s.compose(win)
-		dialect := s.lim.Dialect
-		if plainMode {
-			dialect = render.Plain
-		}
-		var want []string
-		if md != "" {
-			want = render.Split(md, dialect, maxText)
-		}
-		if k := len(sent) - 1; win.to < 0 && len(want) > len(sent) && k >= 0 && !placeholder && shownTo > win.from &&
-			render.Length(want[k]) < shownLen {
-			// The reply outgrew its last message, and the splitter would
-			// now cut that message shorter than it is shown, moving text
-			// the user read into the next one: keep the messages as they
-			// are shown and go on in new ones.
-			s.mu.Lock()
-			out := s.output.String()
-			s.mu.Unlock()
-			if cut := keepCut(out, win.from, shownTo); cut > win.from {
-				win.to = cut
-				continue
-			}
-		}
-		var quietDue time.Time // when the quiet line changes next
-		if len(want) > 0 {
-			pieceLen = render.Length(want[len(want)-1])
-		}
-		if final == nil && win.to < 0 && len(want) > 0 {
-			var line string
-			line, quietDue = s.quiet(time.Now())
-			last := len(want) - 1
-			if line != "" {
-				if !plainMode {
-					line = render.Render("_"+render.EscapeMarkdown(line)+"_", dialect)
-				}
-				if render.Length(want[last])+2+render.Length(line) <= maxText {
-					want[last] += "\n\n" + line
-				}
-			}
-		}
-
-		// Pick the first message that differs from what the platform shows.
-		idx := -1
-		for i, text := range want {
-			if i >= len(sent) || sent[i].text != text || sent[i].plain != plainMode {
-				idx = i
-				break
-			}
-		}
-		var (
-			wantPlaceholder bool
-			placeholderText string
-			placeholderDue  time.Time // when the placeholder's text changes next
-		)
-		if idx < 0 && len(want) == 0 && final == nil && (len(sent) == 0 || placeholder) {
-			text, due := s.placeholder(time.Since(start), len(sent) > 0)
-			if due > 0 {
-				placeholderDue = start.Add(due)
-			}
-			if text != "" && (len(sent) == 0 || sent[0].text != text) {
-				wantPlaceholder, placeholderText = true, text
-			}
-		}
-
-		if idx < 0 && !wantPlaceholder {
-			if win.to >= 0 {
-				// The closing group shows its part: open the next group.
-				s.finalize(ctx, sent[finalized:])
-				s.mu.Lock()
-				lead := fenceAt(s.output.String(), win.to)
-				s.mu.Unlock()
-				win, sent, groupStart, finalized, shownTo, shownLen = window{from: win.to, to: -1, lead: lead}, nil, time.Time{}, 0, 0, 0
-				continue
-			}
-			if final != nil {
-				s.finalize(ctx, sent[finalized:])
-				return nil
-			}
-			// Nothing to do until something changes (or the placeholder is due).
+		var a action
+		r, a = decide(r, &c, s.view(time.Now()))
+		s.finalize(ctx, a.finalize)
+		switch a.kind {
+		case finish:
+			return nil
+		case nextGroup:
+			continue
+		case idle:
 			s.caughtUp()
-			if err := s.idleUntil(ctx, earliest(placeholderDue, quietDue)); err != nil {
+			if err := s.idleUntil(ctx, a.until); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
 			continue
 		}
 
 		// Respect the cadence and any rate limit. New partials arriving
-		// meanwhile are coalesced: the text is recomputed after the wait.
-		if d := time.Until(pace.next(final != nil)); d > 0 {
-			if err := s.pauseUntilFinal(ctx, d, final == nil); err != nil {
+		// meanwhile are coalesced: the text is decided anew after the wait.
+		if d := time.Until(pace.next(!a.post.Interim)); d > 0 {
+			if err := s.pauseUntilFinal(ctx, d, a.post.Interim); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
 			continue
 		}
-
 		var (
-			post   core.Post
-			err    error
-			isSend bool
+			ref core.MessageRef
+			err error
 		)
-		switch {
-		case wantPlaceholder:
-			post = core.Post{Text: placeholderText, Plain: true, Interim: true}
-			isSend = len(sent) == 0
-			idx = 0
-		default:
-			post = core.Post{Text: want[idx], Plain: plainMode, Interim: final == nil}
-			isSend = idx >= len(sent)
-		}
-		var ref core.MessageRef
-		if isSend {
-			if len(sent) == 0 && !replied {
-				post.ReplyTo = s.opts.ReplyTo
-			}
-			if idx > finalized && !wantPlaceholder {
-				// The messages before this one show their full pieces
-				// (Split packs greedily): their text is final, so a
-				// Telegram draft becomes a real message now, not at the end.
-				s.finalize(ctx, sent[finalized:idx])
-				finalized = idx
-			}
-			ref, err = s.plat.Send(ctx, s.conv, post)
+		if a.send {
+			ref, err = s.plat.Send(ctx, s.conv, a.post)
 		} else {
-			ref = sent[idx].ref
-			err = s.plat.Edit(ctx, ref, post)
+			ref = r.sent[a.idx].ref
+			err = s.plat.Edit(ctx, ref, a.post)
 		}
-		o := classify(err, attempt{edit: !isSend, interim: post.Interim, plain: plainMode, maxText: maxText}, ctx.Err())
-		now := time.Now()
-		if o.kind == failed {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "reply delivery failed; retrying", slog.Any("conv", s.conv), slog.Duration("backoff", pace.backoff), slog.Any("err", err))
-		}
+		o := classify(err, attempt{edit: !a.send, interim: a.post.Interim, plain: r.plain, maxText: r.maxText}, ctx.Err())
+		now, backoff := time.Now(), pace.backoff
 		pace.record(now, o)
-		if o.reached && groupStart.IsZero() {
-			groupStart = now
+		if m, last := r.record(&a, ref, o, now); last {
+			s.show(m, r.placeholder)
 		}
-
-		switch o.kind {
-		case shown:
-			replied = replied || isSend
-			m := sentMsg{ref: ref, text: post.Text, plain: post.Plain}
-			if isSend {
-				sent = append(sent, m)
-			} else {
-				sent[idx] = m
-			}
-			placeholder = wantPlaceholder
-			if idx == len(sent)-1 {
-				s.show(m, placeholder)
-				if !placeholder && idx == len(want)-1 {
-					// It shows the whole text composed (not a piece of it).
-					shownTo, shownLen = composedTo, pieceLen
-				}
-			}
-		case wait:
-			// The adapter's budget saying when this reply's turn comes is
-			// not worth a warning.
-			if !o.turn {
-				s.log.LogAttrs(ctx, slog.LevelWarn, "reply rate limited", slog.Any("conv", s.conv), slog.Duration("retry_after", o.after))
-			}
-		case plain:
-			s.log.LogAttrs(ctx, slog.LevelWarn, "platform rejected markup; resending as plain text", slog.Any("conv", s.conv), slog.Any("err", err))
-			plainMode = true
-		case smaller:
-			maxText = maxText * 3 / 4
-			s.log.LogAttrs(ctx, slog.LevelWarn, "platform said message too long; splitting smaller", slog.Any("conv", s.conv), slog.Int("max_text", maxText))
-		case gone:
-			// The message was deleted: continue the reply in new messages.
-			s.log.LogAttrs(ctx, slog.LevelWarn, "reply message gone; reposting", slog.Any("conv", s.conv))
-			sent = sent[:idx]
-			finalized = min(finalized, idx)
-		case ended:
+		if o.kind == ended {
 			return fmt.Errorf("present reply in %s: %w", s.conv, context.Cause(ctx))
 		}
+		s.logOutcome(ctx, o, err, backoff, r.maxText)
 	}
+}
+
+// logOutcome warns about a write that failed, except where the adapter's
+// budget only said when this reply's turn comes.
+func (s *Presenter) logOutcome(ctx context.Context, o outcome, err error, backoff time.Duration, maxText int) {
+	var msg string
+	attrs := []slog.Attr{slog.Any("conv", s.conv)}
+	switch o.kind {
+	case wait:
+		if o.turn {
+			return
+		}
+		msg, attrs = "reply rate limited", append(attrs, slog.Duration("retry_after", o.after))
+	case plain:
+		msg, attrs = "platform rejected markup; resending as plain text", append(attrs, slog.Any("err", err))
+	case smaller:
+		msg, attrs = "platform said message too long; splitting smaller", append(attrs, slog.Int("max_text", maxText))
+	case gone:
+		msg = "reply message gone; reposting"
+	case failed:
+		msg, attrs = "reply delivery failed; retrying", append(attrs, slog.Duration("backoff", backoff), slog.Any("err", err))
+	default:
+		return
+	}
+	s.log.LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
 }
 
 // native streams the reply through the platform's own stream (the agent's
@@ -441,35 +305,16 @@ func (s *Presenter) loop(ctx context.Context) error {
 // offset from on still has to be posted: there is no native stream for
 // this conversation (from is 0), or the stream failed midway.
 func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.Duration, start time.Time) (from int, done bool, err error) {
-	// Open the stream with the first output: a turn that fails before
-	// saying anything ends as an ordinary message, and one that is due its
-	// "thinking…" placeholder first is posted and edited.
-	for {
-		out, final := s.snapshot()
-		if out != "" {
-			break
-		}
-		if final != nil || s.opts.PlaceholderDelay > 0 && time.Since(start) >= s.opts.PlaceholderDelay {
-			return 0, false, nil
-		}
-		s.caughtUp()
-		if err := s.idle(ctx, true, start); err != nil {
-			return 0, false, fmt.Errorf("present reply in %s: %w", s.conv, err)
-		}
-	}
-	stream, err := st.StartStream(ctx, s.conv)
-	if err != nil {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "native stream unavailable; posting and editing", slog.Any("conv", s.conv), slog.Any("err", err))
-		return 0, false, nil
-	}
-	if stream == nil {
-		return 0, false, nil
+	stream, err := s.openNative(ctx, st, start)
+	if stream == nil || err != nil {
+		return 0, false, err
 	}
 	s.show(sentMsg{ref: stream.Ref()}, false)
 	pace := newPacer(interval)
 	appended := 0
 	for {
-		out, final := s.snapshot()
+		v := s.view(time.Now())
+		out, final := v.output, v.final
 		delta := out[appended:]
 		if delta == "" && final == nil {
 			s.caughtUp()
@@ -513,18 +358,30 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 	}
 }
 
-// snapshot returns the output so far and the final state, if set.
-func (s *Presenter) snapshot() (string, *Final) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.output.String(), s.final
-}
-
-func joinBlocks(a, b string) string {
-	var sb strings.Builder
-	sb.WriteString(a)
-	appendBlock(&sb, b)
-	return sb.String()
+// openNative opens the native stream with the first output: a turn that
+// fails before saying anything ends as an ordinary message, and one that
+// is due its "thinking…" placeholder first is posted and edited. A nil
+// Stream and no error: post and edit instead.
+func (s *Presenter) openNative(ctx context.Context, st core.Streamer, start time.Time) (core.Stream, error) {
+	for {
+		v := s.view(time.Now())
+		if v.output != "" {
+			break
+		}
+		if v.final != nil || s.opts.PlaceholderDelay > 0 && time.Since(start) >= s.opts.PlaceholderDelay {
+			return nil, nil
+		}
+		s.caughtUp()
+		if err := s.idle(ctx, true, start); err != nil {
+			return nil, fmt.Errorf("present reply in %s: %w", s.conv, err)
+		}
+	}
+	stream, err := st.StartStream(ctx, s.conv)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "native stream unavailable; posting and editing", slog.Any("conv", s.conv), slog.Any("err", err))
+		return nil, nil
+	}
+	return stream, nil
 }
 
 // finalize tells a core.MessageFinalizer that these messages' text is final.
@@ -585,230 +442,8 @@ func (s *Presenter) idleUntil(ctx context.Context, at time.Time) error {
 	return nil
 }
 
-// editMargin is how long before the edit window closes a group is closed:
-// time for the closing edit even under rate limits.
-func editMargin(window time.Duration) time.Duration {
-	return min(max(window/12, time.Second), 5*time.Minute)
-}
-
 func (s *Presenter) show(m sentMsg, placeholder bool) {
 	if s.opts.OnShow != nil {
 		s.opts.OnShow(core.Shown{Ref: m.ref, Text: m.text, Plain: m.plain}, placeholder)
 	}
-}
-
-// placeholder returns what the placeholder should say after elapsed ("" for
-// nothing: none is due, or a prompt is open and none is shown yet) and the
-// elapsed time at which that changes next (0: only when poked).
-func (s *Presenter) placeholder(elapsed time.Duration, shown bool) (string, time.Duration) {
-	delay, beat := s.opts.PlaceholderDelay, s.opts.Heartbeat
-	if delay <= 0 {
-		return "", 0
-	}
-	s.mu.Lock()
-	waiting := s.prompts > 0
-	s.mu.Unlock()
-	switch {
-	case waiting && shown:
-		return waitingText, 0
-	case waiting:
-		return "", 0
-	case elapsed < delay:
-		return "", delay
-	}
-	beats := elapsed.Truncate(beat)
-	if beats == 0 {
-		return s.opts.Placeholder, beat
-	}
-	return s.opts.Placeholder + " (" + clock(beats) + ")", beats + beat
-}
-
-// quietText is the line under a streamed reply whose agent has shown
-// nothing new for a Heartbeat or more.
-const quietText = "⏳ still working…"
-
-// quiet returns the line that ends the reply while the agent has shown
-// nothing new for a Heartbeat or more ("" before that, or while a
-// permission prompt is open: the prompt shows what the turn waits for), and
-// when it changes next (zero: only when poked).
-func (s *Presenter) quiet(now time.Time) (string, time.Time) {
-	s.mu.Lock()
-	since, waiting := s.lastVisible, s.prompts > 0
-	s.mu.Unlock()
-	if waiting || since.IsZero() {
-		return "", time.Time{}
-	}
-	beat := s.opts.Heartbeat
-	q := now.Sub(since).Truncate(beat)
-	if q < beat {
-		return "", since.Add(beat)
-	}
-	return quietText + " (" + clock(q) + ")", since.Add(q + beat)
-}
-
-// earliest is the earlier of two times, ignoring zero ones.
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || !b.IsZero() && b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// clock shows a whole number of seconds as "40 s" or "2 min 20 s".
-func clock(d time.Duration) string {
-	sec := int(d / time.Second)
-	if sec < 60 {
-		return fmt.Sprintf("%d s", sec)
-	}
-	if sec%60 == 0 {
-		return fmt.Sprintf("%d min", sec/60)
-	}
-	return fmt.Sprintf("%d min %d s", sec/60, sec%60)
-}
-
-// window is the part of the output a group of messages shows: output[from:to]
-// (to < 0: to the end). A reply moves to a new group of messages when its
-// messages get too old to edit (Limits.EditWindow).
-type window struct {
-	from, to int
-	// lead is the code fence line output[from] is inside of, if any: the
-	// group's Markdown starts with it, so a continued code block stays
-	// one (with its indentation) in the next message.
-	lead string
-}
-
-// compose builds the Markdown source of the reply's current group of
-// messages as it stands. The final parts (error, notice, footer) belong to
-// the open-ended last group only.
-func (s *Presenter) compose(w window) (md string, final *Final, end int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b strings.Builder
-	if w.from == 0 && s.opts.ShowThinking && s.thinking.Len() > 0 {
-		b.WriteString(quote(s.thinking.String()))
-	}
-	out := s.output.String()
-	to := len(out)
-	if w.to >= 0 {
-		to = w.to
-	}
-	body := out[w.from:to]
-	if w.lead != "" && body != "" {
-		body = w.lead + "\n" + body
-	}
-	final = s.final
-	if w.to >= 0 {
-		final = nil // a closing group gets no final parts
-	} else if final != nil && final.Reply != "" {
-		// Reply is the agent's answer when it streamed none of it, so any
-		// output here is the bridge's own notes: the answer follows them.
-		body = joinBlocks(body, final.Reply)
-	}
-	appendBlock(&b, body)
-	if final != nil {
-		appendBlock(&b, ending(final, b.Len() == 0 && w.from == 0))
-	}
-	return b.String(), final, to
-}
-
-// ending is the Markdown that closes a reply: the error, the notice, a
-// word when there was no reply at all, and the footer.
-func ending(f *Final, empty bool) string {
-	var b strings.Builder
-	if f.Error != "" {
-		appendBlock(&b, "⚠️ **Error:** "+render.EscapeMarkdown(f.Error))
-	}
-	if f.Notice != "" {
-		appendBlock(&b, "_"+render.EscapeMarkdown(f.Notice)+"_")
-	}
-	if empty && b.Len() == 0 {
-		appendBlock(&b, "_(the agent finished without a reply)_")
-	}
-	if f.Footer != "" {
-		appendBlock(&b, "_"+render.EscapeMarkdown(f.Footer)+"_")
-	}
-	return b.String()
-}
-
-// keepCut returns where a group showing out[from:shown] closes so that
-// its message keeps the text it shows: at shown when that is a word
-// boundary, else before the word it showed only in part, which moves to
-// the next message whole (a complete word never leaves a message).
-func keepCut(out string, from, shown int) int {
-	if shown >= len(out) || isSpace(out[shown]) || isSpace(out[shown-1]) {
-		return shown
-	}
-	if i := strings.LastIndexAny(out[from:shown], " \t\n"); i >= 0 {
-		return from + i + 1
-	}
-	return shown
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
-
-// fenceAt returns the opening line of the code fence out[at] is inside of
-// ("```go"), or "" outside any fence.
-func fenceAt(out string, at int) string {
-	open := ""
-	pos := 0
-	for pos < at {
-		end := strings.IndexByte(out[pos:], '\n')
-		if end < 0 || pos+end >= at {
-			break // the line at is in is not complete: it cannot open or close
-		}
-		line := out[pos : pos+end]
-		trimmed := strings.TrimLeft(line, " ")
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			if open == "" {
-				open = line
-			} else {
-				open = ""
-			}
-		}
-		pos += end + 1
-	}
-	return open
-}
-
-// blockCut returns the end of the last complete top-level block in
-// out[from:] — just after a blank line outside any code fence — or -1.
-func blockCut(out string, from int) int {
-	cut, fenced := -1, false
-	pos := from
-	for pos < len(out) {
-		end := strings.IndexByte(out[pos:], '\n')
-		if end < 0 {
-			break
-		}
-		line := out[pos : pos+end]
-		next := pos + end + 1
-		trimmed := strings.TrimLeft(line, " ")
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fenced = !fenced
-		}
-		if !fenced && strings.TrimSpace(line) == "" && next-from > 1 {
-			cut = next
-		}
-		pos = next
-	}
-	return cut
-}
-
-func appendBlock(b *strings.Builder, block string) {
-	if strings.TrimSpace(block) == "" {
-		return
-	}
-	if b.Len() > 0 {
-		b.WriteString("\n\n")
-	}
-	b.WriteString(block)
-}
-
-// quote shows the tail of the thinking text as a Markdown block quote.
-func quote(thinking string) string {
-	thinking = strings.TrimSpace(thinking)
-	if r := []rune(thinking); len(r) > thinkingTail {
-		thinking = "…" + string(r[len(r)-thinkingTail:])
-	}
-	return render.QuoteMarkdown("💭 " + thinking)
 }
