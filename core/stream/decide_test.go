@@ -1,0 +1,445 @@
+package stream
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/render"
+)
+
+// The decision's tests drive decide the way loop does, with every write
+// succeeding at once unless a test says otherwise: no platform, no clock.
+
+func testSettings(maxText int) *settings {
+	return &settings{
+		lim:   core.Limits{MaxText: maxText, EditInterval: time.Second, Dialect: render.Plain},
+		opts:  Options{Placeholder: "thinking…", Heartbeat: 20 * time.Second, ReplyTo: "q1"},
+		start: t0,
+	}
+}
+
+// presentation is a reply under test and the messages "posted" so far.
+type presentation struct {
+	c     *settings
+	r     reply
+	posts int
+}
+
+func newPresentation(c *settings) *presentation {
+	return &presentation{c: c, r: newReply(c.lim, 0)}
+}
+
+// decide makes one decision for v.
+func (p *presentation) decide(v view) action {
+	var a action
+	p.r, a = decide(p.r, p.c, v)
+	return a
+}
+
+// ok records write a as shown; a post becomes message m1, m2, …
+func (p *presentation) ok(a action, now time.Time) {
+	ref := core.MessageRef{}
+	if a.send {
+		p.posts++
+		ref.ID = "m" + strconv.Itoa(p.posts)
+	} else {
+		ref = p.r.sent[a.idx].ref
+	}
+	p.r.record(&a, ref, outcome{kind: shown, reached: true}, now)
+}
+
+// settle decides and "writes" until the reply shows v: it returns the
+// actions taken, ending with the idle or finish one.
+func (p *presentation) settle(t *testing.T, v view) []action {
+	t.Helper()
+	var acts []action
+	for range 50 {
+		a := p.decide(v)
+		acts = append(acts, a)
+		switch a.kind {
+		case write:
+			p.ok(a, v.now)
+		case idle, finish:
+			return acts
+		}
+	}
+	t.Fatalf("no rest after 50 decisions: %s", describeAll(acts))
+	return nil
+}
+
+// texts returns what the current group's messages show.
+func (p *presentation) texts() []string {
+	var out []string
+	for _, m := range p.r.sent {
+		out = append(out, m.text)
+	}
+	return out
+}
+
+func describe(a action) string {
+	var b strings.Builder
+	switch a.kind {
+	case idle:
+		b.WriteString("idle")
+		if !a.until.IsZero() {
+			fmt.Fprintf(&b, " until +%v", a.until.Sub(t0))
+		}
+	case write:
+		op := "edit"
+		if a.send {
+			op = "send"
+		}
+		fmt.Fprintf(&b, "%s #%d %q", op, a.idx, a.post.Text)
+		if a.post.Interim {
+			b.WriteString(" interim")
+		}
+		if a.placeholder {
+			b.WriteString(" placeholder")
+		}
+		if a.post.ReplyTo != "" {
+			b.WriteString(" reply-to " + a.post.ReplyTo)
+		}
+	case nextGroup:
+		b.WriteString("next group")
+	case finish:
+		b.WriteString("finish")
+	}
+	if len(a.finalize) > 0 {
+		var ids []string
+		for _, m := range a.finalize {
+			ids = append(ids, m.ref.ID)
+		}
+		b.WriteString(" finalize " + strings.Join(ids, ","))
+	}
+	return b.String()
+}
+
+func describeAll(acts []action) string {
+	var out []string
+	for _, a := range acts {
+		out = append(out, describe(a))
+	}
+	return strings.Join(out, "; ")
+}
+
+func streaming(out string, now time.Time) view {
+	return view{output: out, lastVisible: now, now: now}
+}
+
+const (
+	paraA = "aaaa aaaa aaaa aaaa" // 19 characters: two with a blank line fill a 40-character message
+	paraB = "bbbb bbbb bbbb bbbb"
+	paraC = "cccc cccc cccc cccc"
+)
+
+// TestDecide: what the presenter does next, from the reply's state (built
+// by the steps before) and the turn as it stands.
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		name   string
+		setup  func(*settings)
+		before []view                          // each shown in turn (every write succeeding)
+		v      view                            // then one decision
+		want   string                          // describe of it
+		check  func(*testing.T, *presentation) // the state after it, if it matters
+	}{
+		{
+			name: "nothing yet, no placeholder",
+			v:    streaming("", at(time.Second)),
+			want: "idle",
+		},
+		{
+			name: "first output is posted as the reply to the question",
+			v:    streaming("hello", at(time.Second)),
+			want: `send #0 "hello" interim reply-to q1`,
+		},
+		{
+			name:  "placeholder not due yet",
+			setup: func(c *settings) { c.opts.PlaceholderDelay = time.Second },
+			v:     streaming("", at(500*time.Millisecond)),
+			want:  "idle until +1s",
+		},
+		{
+			name:  "placeholder due",
+			setup: func(c *settings) { c.opts.PlaceholderDelay = time.Second },
+			v:     streaming("", at(time.Second)),
+			want:  `send #0 "thinking…" interim placeholder reply-to q1`,
+		},
+		{
+			name:   "placeholder shown waits for its heartbeat",
+			setup:  func(c *settings) { c.opts.PlaceholderDelay = time.Second },
+			before: []view{streaming("", at(time.Second))},
+			v:      streaming("", at(5*time.Second)),
+			want:   "idle until +20s",
+		},
+		{
+			name:   "heartbeat edits the placeholder with the elapsed time",
+			setup:  func(c *settings) { c.opts.PlaceholderDelay = time.Second },
+			before: []view{streaming("", at(time.Second))},
+			v:      streaming("", at(20*time.Second)),
+			want:   `edit #0 "thinking… (20 s)" interim placeholder`,
+		},
+		{
+			name:   "an open prompt replaces the placeholder's text",
+			setup:  func(c *settings) { c.opts.PlaceholderDelay = time.Second },
+			before: []view{streaming("", at(time.Second))},
+			v:      view{waiting: true, now: at(2 * time.Second)},
+			want:   `edit #0 "` + waitingText + `" interim placeholder`,
+		},
+		{
+			name:  "an open prompt holds back the placeholder",
+			setup: func(c *settings) { c.opts.PlaceholderDelay = time.Second },
+			v:     view{waiting: true, now: at(time.Minute)},
+			want:  "idle",
+		},
+		{
+			name:   "text replaces the placeholder in place",
+			setup:  func(c *settings) { c.opts.PlaceholderDelay = time.Second },
+			before: []view{streaming("", at(time.Second))},
+			v:      streaming("answer", at(3*time.Second)),
+			want:   `edit #0 "answer" interim`,
+			check: func(t *testing.T, p *presentation) {
+				p.ok(p.decide(streaming("answer", at(3*time.Second))), at(3*time.Second))
+				if p.r.placeholder {
+					t.Error("the reply still counts as a placeholder after the answer replaced it")
+				}
+			},
+		},
+		{
+			name:   "shown text waits for more",
+			before: []view{streaming("hello", at(0))},
+			v:      view{output: "hello", lastVisible: at(0), now: at(time.Second)},
+			want:   "idle until +20s", // the quiet line's first beat
+		},
+		{
+			name:   "a quiet agent gets the quiet line",
+			before: []view{streaming("hello", at(0))},
+			v:      view{output: "hello", lastVisible: at(0), now: at(25 * time.Second)},
+			want:   `edit #0 "hello\n\n⏳ still working… (20 s)" interim`,
+		},
+		{
+			name:   "growing text edits its message",
+			before: []view{streaming("hello", at(0))},
+			v:      streaming("hello world", at(time.Second)),
+			want:   `edit #0 "hello world" interim`,
+		},
+		{
+			name:   "overflow posts a new message and finalizes the full one",
+			before: []view{streaming(paraA+"\n\n"+paraB, at(0))},
+			v:      streaming(paraA+"\n\n"+paraB+"\n\n"+paraC, at(time.Second)),
+			want:   `send #1 "` + paraC + `" interim finalize m1`,
+			check: func(t *testing.T, p *presentation) {
+				if p.r.finalized != 1 {
+					t.Errorf("finalized = %d, want 1", p.r.finalized)
+				}
+			},
+		},
+		{
+			name: "only the first message that differs is edited",
+			before: []view{
+				streaming(paraA+"\n\n"+paraB, at(0)),
+				streaming(paraA+"\n\n"+paraB+"\n\ncccc", at(time.Second)),
+			},
+			v:    streaming(paraA+"\n\n"+paraB+"\n\ncccc cccc", at(2*time.Second)),
+			want: `edit #1 "cccc cccc" interim`,
+		},
+		{
+			// m1 shows 35 characters; the splitter would now cut it after
+			// paraA, at the blank line, moving shown words to m2.
+			name:   "never cut a shown message shorter",
+			before: []view{streaming("aaaa aaaa aaaa\n\nbbbb bbbb bbbb bbbb", at(0))},
+			v:      streaming("aaaa aaaa aaaa\n\nbbbb bbbb bbbb bbbb cccc cccc", at(time.Second)),
+			want:   "next group finalize m1",
+			check: func(t *testing.T, p *presentation) {
+				if p.r.win.from != 35 || len(p.r.sent) != 0 {
+					t.Fatalf("next group %+v with %d messages, want one from offset 35, empty", p.r.win, len(p.r.sent))
+				}
+				if a := p.decide(streaming("aaaa aaaa aaaa\n\nbbbb bbbb bbbb bbbb cccc cccc", at(time.Second))); describe(a) != `send #0 "cccc cccc" interim` {
+					t.Errorf("then %s, want the rest in a new message", describe(a))
+				}
+			},
+		},
+		{
+			name:   "a shown message may grow past what the splitter packed",
+			before: []view{streaming("aaaa aaaa aaaa\n\nbbbb", at(0))},
+			v:      streaming("aaaa aaaa aaaa\n\nbbbb bbbb", at(time.Second)),
+			want:   `edit #0 "aaaa aaaa aaaa\n\nbbbb bbbb" interim`,
+		},
+		{
+			name:   "edit window: the group closes at a block boundary",
+			setup:  func(c *settings) { c.lim.EditWindow = 10 * time.Minute },
+			before: []view{streaming("para one\n\npara two", at(0))},
+			v:      streaming("para one\n\npara two\n\npara three", at(9*time.Minute+11*time.Second)),
+			want:   "next group finalize m1",
+			check: func(t *testing.T, p *presentation) {
+				if p.r.win.from != len("para one\n\npara two\n\n") {
+					t.Errorf("next group from %d, want after the blank line", p.r.win.from)
+				}
+				acts := p.settle(t, streaming("para one\n\npara two\n\npara three", at(9*time.Minute+12*time.Second)))
+				if got := describeAll(acts); got != `send #0 "para three" interim; idle until +9m32s` {
+					t.Errorf("then %s", got)
+				}
+			},
+		},
+		{
+			name:   "edit window: not yet closing",
+			setup:  func(c *settings) { c.lim.EditWindow = 10 * time.Minute },
+			before: []view{streaming("para one\n\npara two", at(0))},
+			v:      streaming("para one\n\npara two\n\npara three", at(9*time.Minute+10*time.Second)),
+			want:   `edit #0 "para one\n\npara two\n\npara three" interim`,
+		},
+		{
+			name:   "edit window: nowhere to cut yet",
+			setup:  func(c *settings) { c.lim.EditWindow = 10 * time.Minute },
+			before: []view{streaming("one long paragraph", at(0))},
+			v:      streaming("one long paragraph goes on", at(9*time.Minute+11*time.Second)),
+			want:   `edit #0 "one long paragraph goes on" interim`,
+			check: func(t *testing.T, p *presentation) {
+				if !p.r.groupStart.Equal(at(9*time.Minute+11*time.Second)) || p.r.win.to >= 0 {
+					t.Errorf("group %+v started %v; want it open, looked at again an edit window later", p.r.win, p.r.groupStart.Sub(t0))
+				}
+			},
+		},
+		{
+			name:   "the final text goes in place, not interim",
+			before: []view{streaming("hello", at(0))},
+			v:      view{output: "hello", final: &Final{Footer: "12 tokens"}, now: at(time.Second)},
+			want:   `edit #0 "hello\n\n12 tokens"`,
+		},
+		{
+			name: "finish once the final text is shown",
+			before: []view{
+				streaming(paraA+"\n\n"+paraB+"\n\n"+paraC, at(0)),
+				{output: paraA + "\n\n" + paraB + "\n\n" + paraC, final: &Final{Notice: "Stopped."}, now: at(time.Second)},
+			},
+			v:    view{output: paraA + "\n\n" + paraB + "\n\n" + paraC, final: &Final{Notice: "Stopped."}, now: at(time.Second)},
+			want: "finish finalize m2",
+			check: func(t *testing.T, p *presentation) {
+				if got := p.texts(); len(got) != 2 || got[1] != paraC+"\n\nStopped." {
+					t.Errorf("messages %q, want the notice after the last paragraph", got)
+				}
+			},
+		},
+		{
+			name:  "a reply without text says so",
+			setup: func(c *settings) { c.lim.MaxText = 100 },
+			v:     view{final: &Final{Footer: "3 tokens"}, now: at(time.Second)},
+			want:  `send #0 "(the agent finished without a reply)\n\n3 tokens" reply-to q1`,
+		},
+		{
+			name:   "the reply-to goes on the first message only",
+			before: []view{streaming(paraA+"\n\n"+paraB, at(0))},
+			v:      streaming(paraA+"\n\n"+paraB+"\n\n"+paraC, at(time.Second)),
+			want:   `send #1 "` + paraC + `" interim finalize m1`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testSettings(40)
+			if tt.setup != nil {
+				tt.setup(c)
+			}
+			p := newPresentation(c)
+			for _, v := range tt.before {
+				p.settle(t, v)
+			}
+			if got := describe(p.decide(tt.v)); got != tt.want {
+				t.Errorf("decide = %s\nwant     %s", got, tt.want)
+			}
+			if tt.check != nil {
+				tt.check(t, p)
+			}
+		})
+	}
+}
+
+// TestDecideKeepsWhatWasShown: however the text grows, no message of the
+// reply is ever edited to show less than it showed, and every word of the
+// output ends up shown exactly once.
+func TestDecideKeepsWhatWasShown(t *testing.T) {
+	p := newPresentation(testSettings(40))
+	shown := map[string]string{} // message → its text
+	var out strings.Builder
+	now := t0
+	for i := range 60 {
+		fmt.Fprintf(&out, "w%02d ", i)
+		if i%7 == 6 {
+			out.WriteString("\n\n")
+		}
+		now = now.Add(time.Second)
+		for _, a := range p.settle(t, streaming(out.String(), now)) {
+			if a.kind != write {
+				continue
+			}
+			id := "m" + strconv.Itoa(p.posts)
+			if !a.send {
+				id = p.r.sent[a.idx].ref.ID
+			}
+			if old := shown[id]; !a.send && !strings.HasPrefix(a.post.Text, strings.TrimSpace(old)) {
+				t.Fatalf("message %s showed %q, then %q", id, old, a.post.Text)
+			}
+			shown[id] = a.post.Text
+		}
+	}
+	var all []string
+	for i := 1; i <= p.posts; i++ {
+		all = append(all, strings.Fields(shown["m"+strconv.Itoa(i)])...)
+	}
+	if want := strings.Fields(out.String()); strings.Join(all, " ") != strings.Join(want, " ") {
+		t.Errorf("messages show %q, want %q", all, want)
+	}
+}
+
+// TestRecord: how the reply's state follows a write's outcome.
+func TestRecord(t *testing.T) {
+	base := func() *presentation {
+		p := newPresentation(testSettings(40))
+		p.settle(t, streaming(paraA+"\n\n"+paraB+"\n\n"+paraC, at(0)))
+		return p
+	}
+	edit1 := action{kind: write, idx: 1, post: core.Post{Text: "x", Interim: true}}
+	tests := []struct {
+		name  string
+		o     outcome
+		check func(*testing.T, reply)
+	}{
+		{"markup rejected", outcome{kind: plain, reached: true}, func(t *testing.T, r reply) {
+			if !r.plain {
+				t.Error("not plain after the platform rejected the markup")
+			}
+		}},
+		{"too long", outcome{kind: smaller, reached: true}, func(t *testing.T, r reply) {
+			if r.maxText != 30 {
+				t.Errorf("maxText = %d, want 30", r.maxText)
+			}
+		}},
+		{"message gone", outcome{kind: gone, reached: true}, func(t *testing.T, r reply) {
+			if len(r.sent) != 1 || r.finalized != 1 {
+				t.Errorf("%d messages, %d finalized; want the gone one and those after it forgotten", len(r.sent), r.finalized)
+			}
+		}},
+		{"rate limited", outcome{kind: wait, after: time.Second}, func(t *testing.T, r reply) {
+			if len(r.sent) != 2 || r.sent[1].text != paraC {
+				t.Errorf("messages %+v changed by a refused write", r.sent)
+			}
+		}},
+		{"failed", outcome{kind: failed, reached: true}, func(t *testing.T, r reply) {
+			if r.sent[1].text != paraC {
+				t.Errorf("message 1 shows %q after a failed edit", r.sent[1].text)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := base()
+			if _, last := p.r.record(&edit1, p.r.sent[1].ref, tt.o, at(time.Second)); last {
+				t.Error("a failed write reported as shown")
+			}
+			tt.check(t, p.r)
+		})
+	}
+}
