@@ -67,6 +67,12 @@ func (l Limit) rate() float64 {
 	return n / l.Per.Seconds()
 }
 
+// window is the stretch of time a Window limit's N calls may share:
+// Per/Headroom.
+func (l Limit) window() time.Duration {
+	return time.Duration(float64(l.Per) / Headroom)
+}
+
 // Budget is one platform rate budget. Its methods may be called from any
 // goroutine.
 type Budget struct {
@@ -212,8 +218,7 @@ func (b *Budget) bucketTurn(now time.Time, pos int, first bool) time.Duration {
 // Window limit: each caller ahead of it goes at its own earliest time
 // first. b.mu is held.
 func (b *Budget) windowTurn(now time.Time, pos int, first bool) time.Time {
-	n := b.limit.N
-	window := time.Duration(float64(b.limit.Per) / Headroom)
+	n, window := b.limit.N, b.limit.window()
 	spacing := time.Duration(float64(b.limit.Per) / (InterimShare * float64(n)))
 	calls := slices.Clone(b.calls)
 	t := now
@@ -375,7 +380,7 @@ func (s *Budgets) forgetIdle() {
 		b.refill(now)
 		rested := b.tokens >= b.burst
 		if b.limit.Window {
-			rested = len(b.calls) == 0 || now.Sub(b.calls[len(b.calls)-1]) >= time.Duration(float64(b.limit.Per)/Headroom)
+			rested = len(b.calls) == 0 || now.Sub(b.calls[len(b.calls)-1]) >= b.limit.window()
 		}
 		idle := len(b.queue) == 0 && rested && !b.hold.After(now)
 		b.mu.Unlock()
