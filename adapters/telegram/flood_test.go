@@ -2,6 +2,7 @@ package telegram_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -86,5 +87,64 @@ func TestConcurrentRepliesStayWithinFloodLimits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A draft over the chat's budget is refused by the adapter without calling
+// Telegram (a turn, for the presenter to come back at), a reply's final
+// text still goes at once, and the refused first draft posts when its turn
+// comes.
+func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
+	e := newEnv(t, func(o *telegram.Options) { o.Drafts, o.DraftIdle = true, time.Minute })
+	ctx := t.Context()
+	dm := core.ConversationKey{Platform: "telegram", Channel: "1001"}
+	drafts := func() int { return len(e.fake.Calls("sendMessageDraft")) }
+	a, err := e.ad.Send(ctx, dm, core.Post{Text: "a", Interim: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ad.Send(ctx, dm, core.Post{Text: "b", Interim: true}); err != nil {
+		t.Fatal(err)
+	}
+	turn := func(what string, err error) time.Duration {
+		t.Helper()
+		var rl *core.RateLimitError
+		if !errors.As(err, &rl) || !rl.Turn || rl.RetryAfter <= 0 {
+			t.Fatalf("%s over the budget = %v; want the adapter's turn refusal", what, err)
+		}
+		return rl.RetryAfter
+	}
+	_, err = e.ad.Send(ctx, dm, core.Post{Text: "c", Interim: true})
+	wait := turn("a third first draft", err)
+	turn("a draft update", e.ad.Edit(ctx, a, core.Post{Text: "a2", Interim: true}))
+	if n := drafts(); n != 2 {
+		t.Errorf("%d sendMessageDraft calls; want the refused ones not sent", n)
+	}
+	// The final text takes the call interim ones left free.
+	if err := e.ad.Edit(ctx, a, core.Post{Text: "a done"}); err != nil {
+		t.Fatalf("final text: %v", err)
+	}
+	if msgs := e.fake.Messages(1001); len(msgs) != 1 || msgs[0].Text != "a done" {
+		t.Errorf("messages %+v; want the final text as a message at once", msgs)
+	}
+	// The presenter sends the refused first draft again when told.
+	for attempt := 0; ; attempt++ {
+		time.Sleep(wait) // the turn the adapter named: what is under test, not synchronization
+		_, err = e.ad.Send(ctx, dm, core.Post{Text: "c", Interim: true})
+		if err == nil {
+			break
+		}
+		if attempt == 10 {
+			t.Fatalf("the refused draft never got its turn: %v", err)
+		}
+		wait = turn("the draft sent again", err)
+	}
+	if n := drafts(); n != 3 || e.fake.Calls("sendMessageDraft")[2].Form.Get("text") != "c" {
+		t.Errorf("%d sendMessageDraft calls; want the refused draft sent once its turn came", n)
+	}
+	for _, c := range e.fake.Calls() {
+		if c.Fault != nil && c.Fault.Code == 429 {
+			t.Errorf("%s earned a 429", c.Method)
+		}
 	}
 }

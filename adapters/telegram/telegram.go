@@ -302,10 +302,13 @@ func (a *Adapter) scrub(s string) string {
 
 // Telegram's flood limits (core/pace keeps 10 % headroom): about one
 // message a second in a private chat, with short bursts, and twenty a
-// minute in a group.
+// minute in a group. Interim calls (drafts, streamed edits) leave one
+// call of a burst for final text; in a group, where a call comes back
+// only every 3.75 s, two, so replies that end together still post their
+// final text at once.
 var (
 	chatLimit  = pace.Limit{N: 60, Per: time.Minute, Burst: 3}
-	groupLimit = pace.Limit{N: 20, Per: time.Minute, Burst: 3}
+	groupLimit = pace.Limit{N: 20, Per: time.Minute, Burst: 3, Reserve: 2}
 )
 
 // budget returns chat's flood budget.

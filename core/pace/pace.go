@@ -8,8 +8,8 @@
 // the order they first asked (round robin: a caller that just spent goes
 // to the back), except that calls marked first (a reply's final text, a
 // notice, a prompt: text nothing later replaces) go before anyone's
-// interim ones, and interim calls leave one call of a burst (or of a
-// Window) free for them. A caller that is refused is told when its turn
+// interim ones, and interim calls leave one call of a burst (or
+// Limit.Reserve calls; or one of a Window) free for them. A caller that is refused is told when its turn
 // comes (TryTake) and keeps its place while it comes back then, so a
 // streaming reply can coalesce the text that arrives meanwhile; blocking
 // callers use Take. Hold stops the budget until a platform's Retry-After
@@ -49,6 +49,22 @@ type Limit struct {
 	// Per/Headroom − (N−1)·spacing (0.85 s at 5 per 5 s, where a token
 	// bucket at 90 % makes it wait up to 1.1 s). Burst is ignored.
 	Window bool
+	// Reserve is how many calls of a burst interim calls leave for calls
+	// marked first, so that many replies ending at once all send their
+	// final text at once; 0 means one when Burst is 2 or more. At most
+	// Burst−1. It costs no rate: interim calls go as often, with the
+	// budget fuller. A Window limit ignores it.
+	Reserve int
+}
+
+// reserve returns l's Reserve with its default and bound applied.
+func (l Limit) reserve() float64 {
+	burst := max(l.Burst, 1)
+	r := l.Reserve
+	if r <= 0 && burst >= 2 {
+		r = 1
+	}
+	return float64(min(r, burst-1))
 }
 
 // InterimShare is the share of a Window limit's rate interim calls aim at:
@@ -76,15 +92,16 @@ func (l Limit) window() time.Duration {
 // Budget is one platform rate budget. Its methods may be called from any
 // goroutine.
 type Budget struct {
-	mu     sync.Mutex
-	limit  Limit
-	rate   float64 // calls per second
-	burst  float64
-	tokens float64
-	last   time.Time   // when tokens was computed
-	hold   time.Time   // nothing goes before this (a 429, a spent bucket)
-	queue  []*waiter   // callers that were refused, in the order they go
-	calls  []time.Time // a Window limit's last N calls
+	mu      sync.Mutex
+	limit   Limit
+	rate    float64 // calls per second
+	burst   float64
+	reserve float64 // calls interim ones leave for first ones (a token bucket's)
+	tokens  float64
+	last    time.Time   // when tokens was computed
+	hold    time.Time   // nothing goes before this (a 429, a spent bucket)
+	queue   []*waiter   // callers that were refused, in the order they go
+	calls   []time.Time // a Window limit's last N calls
 }
 
 type waiter struct {
@@ -105,7 +122,7 @@ func (b *Budget) set(l Limit) {
 	if l.N <= 0 || l.Per <= 0 {
 		panic(fmt.Sprintf("pace: bad limit %d per %s", l.N, l.Per))
 	}
-	b.limit, b.rate, b.burst = l, l.rate(), float64(max(l.Burst, 1))
+	b.limit, b.rate, b.burst, b.reserve = l, l.rate(), float64(max(l.Burst, 1)), l.reserve()
 }
 
 // SetLimit changes the budget's limit, e.g. to the one a platform announces
@@ -198,11 +215,11 @@ func (b *Budget) TryTake(key string, first bool) time.Duration {
 // go, with a steady refill. b.mu is held.
 func (b *Budget) bucketTurn(now time.Time, pos int, first bool) time.Duration {
 	// The first floor(tokens) callers in the queue may go now, except
-	// that interim calls leave one call of a burst for a first one, so a
-	// reply's end goes at once even while other replies use the budget.
+	// that interim calls leave the reserve of a burst for first ones, so
+	// a reply's end goes at once even while other replies use the budget.
 	need := float64(pos+1) - b.tokens
-	if !first && b.burst >= 2 {
-		need++
+	if !first {
+		need += b.reserve
 	}
 	var wait time.Duration
 	if need > 0 {

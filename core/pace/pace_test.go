@@ -265,3 +265,32 @@ func TestWindowLeavesACallForTheFinal(t *testing.T) {
 		})
 	}
 }
+
+// TestReserve: with a reserve of two, interim calls using the budget fully
+// leave two calls for replies ending at once, and still get the whole
+// rate.
+func TestReserve(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := pace.Limit{N: 20, Per: time.Minute, Burst: 3, Reserve: 2}
+		b := pace.NewBudget(lim)
+		start := time.Now()
+		const interim = 12
+		for i := range interim {
+			if err := b.Take(t.Context(), fmt.Sprint("s", i%5), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// 12 interim calls at the rate (18−2 a minute), the first at once.
+		if got, want := time.Since(start), time.Duration(float64(interim-1)/16*float64(time.Minute)); got > want+time.Second {
+			t.Errorf("%d interim calls took %v; want about %v: the reserve must not cost rate", interim, got, want)
+		}
+		for _, s := range []string{"s0", "s1"} {
+			if d := b.TryTake(s, true); d != 0 {
+				t.Errorf("final of %s waits %v; want the reserve's two calls free", s, d)
+			}
+		}
+		if d := b.TryTake("s2", true); d == 0 {
+			t.Errorf("a third final went at once; the reserve is two")
+		}
+	})
+}
