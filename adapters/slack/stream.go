@@ -100,7 +100,7 @@ type stream struct {
 	a   *Adapter
 	ref core.MessageRef
 	// carry is the end of text already accepted that might begin a mention
-	// ("<", "@chan"): it is held back until the next call shows what
+	// (a "<"): it is held back until the next call shows what
 	// follows, so the mention can be defused.
 	carry string
 	// sent is how many bytes of carry+markdown an earlier, failed call
@@ -115,7 +115,7 @@ type stream struct {
 func (s *stream) Ref() core.MessageRef { return s.ref }
 
 // Append sends markdown with chat.appendStream, split under Slack's
-// per-call limit, mass mentions defused. When the workspace's append budget
+// per-call limit, mention syntax defused (render.DefuseMentions). When the workspace's append budget
 // (Tier 4) is spent it returns a *core.RateLimitError without calling Slack.
 func (s *stream) Append(ctx context.Context, markdown string) error {
 	if s.stopped {
@@ -227,24 +227,12 @@ func chunkLen(s string, max int) int {
 	return n
 }
 
-// holdFrom returns where the end of s might be the start of a mention or
-// a mass mention that the next text completes ("<", "@", "@chan"): that
-// tail is held back. It returns len(s) when nothing needs holding.
+// holdFrom returns len(s), or len(s)-1 when s ends in a "<" that the next
+// text may turn into <!here>, <@U…> or <#C…>: that "<" is held back so the
+// mention can be defused.
 func holdFrom(s string) int {
-	cut := len(s)
-	if at := strings.LastIndexByte(s, '@'); at >= 0 {
-		tail := strings.ToLower(s[at+1:])
-		for _, w := range render.MassMentionWords() {
-			if len(tail) < len(w) && strings.HasPrefix(w, tail) {
-				cut = at
-				break
-			}
-		}
+	if strings.HasSuffix(s, "<") {
+		return len(s) - 1
 	}
-	// A "<" just before the held part (or at the very end) may start
-	// <!here>, <@U…> or <#C…>.
-	if cut > 0 && s[cut-1] == '<' {
-		cut--
-	}
-	return cut
+	return len(s)
 }

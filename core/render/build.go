@@ -67,14 +67,6 @@ func (b *builder) flush() {
 	}
 	s := b.pend.String()
 	b.pend.Reset()
-	if b.d == Plain {
-		// Plain text goes where no switch stops a ping. Elsewhere the
-		// platform's own means suffice and the text stays as written:
-		// Slack's <!channel> forms are entity-escaped, Discord posts with
-		// allowed_mentions none (and '<' backslash-escaped), Telegram has
-		// no mass mentions.
-		s = defuse(s, true)
-	}
 	switch {
 	case b.pendMode == mCodeBlock && b.d == DiscordMarkdown || b.pendMode != mCodeSpan && b.d == SlackMrkdwn:
 		// A ``` inside code would end the fence early, and Slack starts a code block at a ``` in

@@ -105,14 +105,11 @@ func checkPiece(p string, d Dialect, max int) error {
 		return fmt.Errorf("empty piece")
 	}
 	// Mention syntax is changed only where the platform has no switch:
-	// plain text everywhere, Slack's <!…>, <@…>, <#…> (shown as text);
-	// Discord posts with allowed_mentions none, Telegram has no mass
-	// mentions.
+	// Slack's <!…>, <@…>, <#…> (shown as text). Discord posts with
+	// allowed_mentions none, Telegram has no mass mentions, and plain
+	// text is escaped by each adapter (or goes to a terminal).
 	var bad []string
-	switch d {
-	case Plain:
-		bad = []string{"<!", "<@", "<#", "@everyone", "@here", "@channel"}
-	case SlackMrkdwn:
+	if d == SlackMrkdwn {
 		bad = []string{"<!", "<@", "<#"}
 	}
 	for _, bad := range bad {

@@ -96,29 +96,20 @@ func massAt(s string, i int) bool {
 	return false
 }
 
-// DefuseMentions keeps text that goes to a platform without rendering (an
-// adapter's native stream of raw Markdown) from pinging anyone: a WORD
-// JOINER goes after every "@" that starts @channel, @here or @everyone (any
-// case) and after every "<" that starts Slack or Discord mention syntax.
-func DefuseMentions(s string) string { return defuse(s, true) }
-
-// MassMentionWords are the words that ping a whole channel after an "@".
-func MassMentionWords() []string { return massWords[:] }
-
-// defuse inserts a WORD JOINER after every '@' that starts a mass mention, and, when lt is set
-// (dialects that do not entity-escape '<'), after every '<' that starts a Slack or Discord
-// mention/command (<!channel>, <@U…>, <@&…>, <#…>). The joiner is invisible but breaks the syntax.
-func defuse(s string, lt bool) string {
-	if !strings.ContainsAny(s, "@<") {
+// DefuseMentions keeps raw Markdown that goes to a platform without
+// rendering (Slack's native stream) from pinging anyone: a WORD JOINER goes
+// after every "<" that starts Slack or Discord mention syntax (<!channel>,
+// <@U…>, <@&…>, <#…>). It is invisible but breaks the syntax. Bare
+// "@channel", "@here" and "@everyone" stay as written: Slack pings only
+// through the <!…> forms, and Discord posts say allowed_mentions none.
+func DefuseMentions(s string) string {
+	if !strings.Contains(s, "<") {
 		return s
 	}
 	var b strings.Builder
 	last := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		hit := c == '@' && massAt(s, i) ||
-			lt && c == '<' && i+1 < len(s) && (s[i+1] == '!' || s[i+1] == '@' || s[i+1] == '#')
-		if !hit {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] != '<' || s[i+1] != '!' && s[i+1] != '@' && s[i+1] != '#' {
 			continue
 		}
 		b.WriteString(s[last : i+1])

@@ -118,9 +118,11 @@ func TestRender(t *testing.T) {
 		name: "mass mentions",
 		md:   "Hey @everyone and @Here, <!channel> <@U123> <@&42> <#7> `@channel`",
 		want: want{
-			Plain: "Hey @\u2060everyone and @\u2060Here, <\u2060!channel> <\u2060@U123> <\u2060@&42> <\u2060#7> @\u2060channel",
-			// Only plain text changes: Slack shows <…> as text, Discord
-			// posts with allowed_mentions none, Telegram has no mass mentions.
+			// The text stays as written: Slack shows <…> as text, Discord
+			// posts with allowed_mentions none, Telegram has no mass
+			// mentions, and plain text is escaped by each adapter (or goes
+			// to a terminal).
+			Plain:           "Hey @everyone and @Here, <!channel> <@U123> <@&42> <#7> @channel",
 			SlackMrkdwn:     "Hey @everyone and @Here, &lt;!channel&gt; &lt;@U123&gt; &lt;@&amp;42&gt; &lt;#7&gt; `@channel`",
 			DiscordMarkdown: "Hey @everyone and @Here, \\<!channel\\> \\<@U123\\> \\<@&42\\> \\<#7\\> `@channel`",
 			TelegramHTML:    "Hey @everyone and @Here, &lt;!channel&gt; &lt;@U123&gt; &lt;@&amp;42&gt; &lt;#7&gt; <code>@channel</code>",

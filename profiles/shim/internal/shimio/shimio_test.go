@@ -92,7 +92,8 @@ func TestToolLine(t *testing.T) {
 		{"Write", "notes.md", "✏️ Write: notes.md\n"},
 		{"write_file", "", "✏️ write_file\n"},
 		{"Bash", "echo one\necho\ttwo\r\n\x1b[31mred\x1b[0m", "🔧 Bash: echo one echo two [31mred [0m\n"},
-		{"Bash", "echo @everyone <@U123> @here", "🔧 Bash: echo @\u2060everyone <@\u2060U123> @\u2060here\n"},
+		// Mentions stay as written: the bridge defuses them per platform.
+		{"Bash", "echo @everyone <@U123> @here", "🔧 Bash: echo @everyone <@U123> @here\n"},
 		{"Bash", "a\u202eb\u200bc", "🔧 Bash: a b c\n"},
 		{"Bash", strings.Repeat("x", 300), "🔧 Bash: " + strings.Repeat("x", 100) + "…\n"},
 		{"", "ls", ""},
@@ -187,7 +188,7 @@ func TestBeginRefusesEmptyTurn(t *testing.T) {
 }
 
 // FuzzToolLine: whatever a CLI puts in a tool call, its line is one short
-// line without control or format characters and without a mention.
+// line without control or format characters.
 func FuzzToolLine(f *testing.F) {
 	f.Add("Bash", "ls -la")
 	f.Add("Write", "notes.md\n@everyone\x1b[2J\u202e")
@@ -205,11 +206,8 @@ func FuzzToolLine(f *testing.F) {
 			t.Fatalf("ToolLine(%q, %q) is %d runes long", name, detail, n)
 		}
 		for i, r := range body {
-			if unicode.IsControl(r) || (unicode.Is(unicode.Cf, r) && r != '\u2060' && r != '\ufe0f') {
+			if unicode.IsControl(r) || (unicode.Is(unicode.Cf, r) && r != '\ufe0f') {
 				t.Fatalf("ToolLine(%q, %q) = %q: %U at %d", name, detail, line, r, i)
-			}
-			if (r == '@' || r == '＠') && !strings.HasPrefix(body[i+utf8.RuneLen(r):], "\u2060") {
-				t.Fatalf("ToolLine(%q, %q) = %q: a bare @ at %d", name, detail, line, i)
 			}
 		}
 	})

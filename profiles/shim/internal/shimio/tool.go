@@ -16,9 +16,9 @@ const (
 // ToolLine is how a tool call reads in the chat: "🔧 Bash: ls -la", or
 // "✏️ Write: notes.md" for a tool that edits files, ending in a newline.
 // Both parts are made safe to show: one line (control and format
-// characters become spaces, runs of spaces one), truncated with "…", and
-// a word joiner after every "@" so no platform reads a mention into it.
-// An empty name gives "".
+// characters become spaces, runs of spaces one) and truncated with "…".
+// Mentions stay as written: the bridge defuses them as each platform
+// needs. An empty name gives "".
 func ToolLine(name, detail string) string {
 	name = clean(name, maxToolName)
 	if name == "" {
@@ -104,9 +104,6 @@ func clean(s string, max int) string {
 		}
 		b.WriteRune(r)
 		n++
-		if r == '@' || r == '＠' {
-			b.WriteRune('\u2060') // word joiner: "@here" no longer mentions anyone
-		}
 	}
 	return b.String()
 }
