@@ -28,6 +28,31 @@ func spender(b *pace.Budget, key string, until time.Time, mu *sync.Mutex, grants
 	}
 }
 
+// allCalls returns every caller's grants together.
+func allCalls(grants map[string][]time.Time) []time.Time {
+	var all []time.Time
+	for _, g := range grants {
+		all = append(all, g...)
+	}
+	return all
+}
+
+// busiest returns the most calls in any span d, and when that span begins.
+func busiest(calls []time.Time, d time.Duration) (most int, from time.Time) {
+	for _, t0 := range calls {
+		n := 0
+		for _, t1 := range calls {
+			if !t1.Before(t0) && t1.Sub(t0) < d {
+				n++
+			}
+		}
+		if n > most {
+			most, from = n, t0
+		}
+	}
+	return most, from
+}
+
 // TestHeadroomUseAndFairness: ten streams sharing Slack's chat.update
 // budget (50 a minute) never exceed 90 % of it in any minute, use at least
 // 80 % of it, and none waits more than twice its fair share.
@@ -45,21 +70,10 @@ func TestHeadroomUseAndFairness(t *testing.T) {
 			wg.Go(func() { spender(b, fmt.Sprint("s", i), start.Add(run), &mu, grants) })
 		}
 		wg.Wait()
-		var all []time.Time
-		for _, g := range grants {
-			all = append(all, g...)
-		}
+		all := allCalls(grants)
 		// Any minute-long window: at most 45 calls.
-		for _, t0 := range all {
-			n := 0
-			for _, t1 := range all {
-				if !t1.Before(t0) && t1.Sub(t0) < time.Minute {
-					n++
-				}
-			}
-			if n > 45 {
-				t.Fatalf("%d calls in the minute from +%v; want ≤ 45 (90 %% of 50)", n, t0.Sub(start))
-			}
+		if n, from := busiest(all, time.Minute); n > 45 {
+			t.Fatalf("%d calls in the minute from +%v; want ≤ 45 (90 %% of 50)", n, from.Sub(start))
 		}
 		used := float64(len(all)) / (run.Minutes() * 50)
 		if used < 0.8 {
@@ -237,20 +251,8 @@ func TestWindowLeavesACallForTheFinal(t *testing.T) {
 			wg.Wait()
 			mu.Lock()
 			defer mu.Unlock()
-			var all []time.Time
-			for _, g := range grants {
-				all = append(all, g...)
-			}
-			for _, t0 := range all {
-				n := 0
-				for _, t1 := range all {
-					if !t1.Before(t0) && t1.Sub(t0) < lim.Per {
-						n++
-					}
-				}
-				if n > lim.N {
-					t.Fatalf("%d calls in the 5 s from +%v; want ≤ 5", n, t0.Sub(start))
-				}
+			if n, from := busiest(allCalls(grants), lim.Per); n > lim.N {
+				t.Fatalf("%d calls in the 5 s from +%v; want ≤ 5", n, from.Sub(start))
 			}
 			// The interim calls before the final, over the rate.
 			n := 0
