@@ -9,11 +9,11 @@
 // to the back), except that calls marked first (a reply's final text, a
 // notice, a prompt: text nothing later replaces) go before anyone's
 // interim ones, and interim calls leave one call of a burst (or
-// Limit.Reserve calls; or one of a Window) free for them. A caller that is refused is told when its turn
-// comes (TryTake) and keeps its place while it comes back then, so a
-// streaming reply can coalesce the text that arrives meanwhile; blocking
-// callers use Take. Hold stops the budget until a platform's Retry-After
-// or an announced reset.
+// Limit.Reserve calls; or one of a Window) free for them. A caller that
+// is refused is told when its turn comes (TryTake) and keeps its place
+// while it comes back then, so a streaming reply can coalesce the text
+// that arrives meanwhile; blocking callers use Take. Hold stops the budget
+// until a platform's Retry-After or an announced reset.
 package pace
 
 import (
