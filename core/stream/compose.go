@@ -163,6 +163,18 @@ func keepCut(out string, from, shown int) int {
 	return shown
 }
 
+// wordEnd returns where the word out[at] is inside of ends, when out[at-1]
+// and out[at] are both in it and something follows it; else -1.
+func wordEnd(out string, at int) int {
+	if at <= 0 || at >= len(out) || isSpace(out[at]) || isSpace(out[at-1]) {
+		return -1
+	}
+	if i := strings.IndexAny(out[at:], " \t\n"); i >= 0 {
+		return at + i
+	}
+	return -1 // the word may go on
+}
+
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
 
 // fenceAt returns the opening line of the code fence out[at] is inside of

@@ -77,9 +77,9 @@ type action struct {
 	send        bool      // a new message (else an edit of sent[idx])
 	post        core.Post // what it shows; Interim unless it carries the final text
 	placeholder bool      // it shows only the placeholder
-	// whole: the post is the group's last piece, showing the output up to
-	// to in a piece pieceLen long (without the quiet line).
-	whole        bool
+	// to: the output offset the post shows up to, in a piece pieceLen
+	// long (without the quiet line), when it goes to the group's last
+	// message (-1: not known).
 	to, pieceLen int
 }
 
@@ -97,13 +97,13 @@ type frame struct {
 func decide(r reply, c *settings, v view) (reply, action) {
 	r.closeAged(c, &v)
 	f := r.frame(c, &v)
-	if cut := r.freeze(&v, f.want); cut >= 0 {
+	if cut := r.freeze(c, &v, f.want); cut >= 0 {
 		r.win.to = cut
 		f = r.frame(c, &v)
 	}
 	quietDue := r.quiet(c, &v, &f)
 	if idx := r.firstDiff(f.want); idx >= 0 {
-		return r, r.writePiece(c, idx, &f)
+		return r, r.writePiece(c, &v, idx, &f)
 	}
 	var placeholderDue time.Time
 	if f.final == nil && len(f.want) == 0 && (len(r.sent) == 0 || r.placeholder) {
@@ -112,7 +112,7 @@ func decide(r reply, c *settings, v view) (reply, action) {
 			placeholderDue = c.start.Add(due)
 		}
 		if text != "" && (len(r.sent) == 0 || r.sent[0].text != text) {
-			a := action{kind: write, send: len(r.sent) == 0, placeholder: true,
+			a := action{kind: write, send: len(r.sent) == 0, placeholder: true, to: -1,
 				post: core.Post{Text: text, Plain: true, Interim: true}}
 			if a.send && !r.replied {
 				a.post.ReplyTo = c.opts.ReplyTo
@@ -171,21 +171,52 @@ func (r *reply) frame(c *settings, v *view) frame {
 	return f
 }
 
-// freeze returns where to close the group when the reply outgrew its last
-// message and the splitter would now cut that message shorter than it is
-// shown, moving text the user read into the next one: the messages stay
-// as they are shown and the reply goes on in new ones. It returns -1 when
-// there is no need.
-func (r *reply) freeze(v *view, want []string) int {
+// freeze returns where to close the group so that its messages stay as
+// they are shown, or -1 when there is no need: when the reply outgrew its
+// last message and the splitter would now cut that message shorter than
+// it is shown, moving text the user read into the next one, or would cut
+// an earlier message (finalized, its text final) anew. The reply goes on
+// in new messages.
+func (r *reply) freeze(c *settings, v *view, want []string) int {
 	k := len(r.sent) - 1
-	if r.win.to >= 0 || len(want) <= len(r.sent) || k < 0 || r.placeholder || r.shownTo <= r.win.from ||
-		render.Length(want[k]) >= r.shownLen {
+	if r.win.to >= 0 || k < 0 || r.placeholder || r.shownTo <= r.win.from {
 		return -1
 	}
-	if cut := keepCut(v.output, r.win.from, r.shownTo); cut > r.win.from {
-		return cut
+	shorter := len(want) > len(r.sent) && render.Length(want[k]) < r.shownLen
+	i := r.firstDiff(want)
+	recut := i >= 0 && i < k && r.sent[i].plain == r.plain // not a resend as plain text
+	if !shorter && !recut {
+		return -1
+	}
+	// Where the last message showed a word in part, it completes the word
+	// if that keeps every message as shown, else it leaves the word to the
+	// next message whole; failing both, the group ends where it showed.
+	back := keepCut(v.output, r.win.from, r.shownTo)
+	for _, cut := range []int{wordEnd(v.output, r.shownTo), back, r.shownTo} {
+		if cut > r.win.from && r.keeps(c, v, cut) {
+			return cut
+		}
+	}
+	if back > r.win.from {
+		return back
 	}
 	return -1
+}
+
+// keeps reports whether the group closed at cut shows its messages but the
+// last as they are shown, and no more messages.
+func (r *reply) keeps(c *settings, v *view, cut int) bool {
+	md, _, _ := compose(v, c.opts.ShowThinking, window{from: r.win.from, to: cut, lead: r.win.lead})
+	p := render.Split(md, r.dialect(c), r.maxText)
+	if len(p) != len(r.sent) {
+		return false
+	}
+	for i := range len(p) - 1 {
+		if p[i] != r.sent[i].text || r.sent[i].plain != r.plain {
+			return false
+		}
+	}
+	return true
 }
 
 // quiet ends the group's last piece with the quiet line, where it fits,
@@ -220,7 +251,7 @@ func (r *reply) firstDiff(want []string) int {
 }
 
 // writePiece is the write of piece idx of f.
-func (r *reply) writePiece(c *settings, idx int, f *frame) action {
+func (r *reply) writePiece(c *settings, v *view, idx int, f *frame) action {
 	a := action{kind: write, idx: idx, send: idx >= len(r.sent),
 		post: core.Post{Text: f.want[idx], Plain: r.plain, Interim: f.final == nil}}
 	if a.send && len(r.sent) == 0 && !r.replied {
@@ -233,10 +264,45 @@ func (r *reply) writePiece(c *settings, idx int, f *frame) action {
 		a.finalize = r.sent[r.finalized:idx]
 		r.finalized = idx
 	}
-	if idx == len(f.want)-1 {
-		a.whole, a.to, a.pieceLen = true, f.to, f.pieceLen
+	switch {
+	case idx == len(f.want)-1:
+		a.to, a.pieceLen = f.to, f.pieceLen
+	case idx >= len(r.sent)-1:
+		// A full piece with more to follow goes to the group's last
+		// message (a burst of output): where it ends keeps the freeze
+		// about this message, not an earlier one.
+		a.to, a.pieceLen = r.pieceEnd(c, v, idx, f.want[idx], f.to)
+	default:
+		a.to = -1
 	}
 	return a
+}
+
+// pieceEnd returns the output offset the group's pieces through piece idx
+// (which is piece) show the output up to, and piece's length: the longest
+// prefix of output[win.from:to] that splits into idx+1 pieces, the last no
+// longer than piece, when that split ends in piece. Otherwise (piece holds
+// final parts, not output) it returns (win.from, 0): nothing known, no
+// freeze for this message. A binary search of splits, but only for a
+// burst of output that fills a message and goes on.
+func (r *reply) pieceEnd(c *settings, v *view, idx int, piece string, to int) (int, int) {
+	split := func(end int) []string {
+		md, _, _ := compose(v, c.opts.ShowThinking, window{from: r.win.from, to: end, lead: r.win.lead})
+		return render.Split(md, r.dialect(c), r.maxText)
+	}
+	lo, hi := r.win.from, to
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if p := split(mid); len(p) < idx+1 || len(p) == idx+1 && render.Length(p[idx]) <= render.Length(piece) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if p := split(lo); len(p) == idx+1 && p[idx] == piece {
+		return lo, render.Length(piece)
+	}
+	return r.win.from, 0
 }
 
 // record updates r after write a, made at now, ended as o; ref names the
@@ -259,7 +325,7 @@ func (r *reply) record(a *action, ref core.MessageRef, o outcome, now time.Time)
 		if a.idx != len(r.sent)-1 {
 			return m, false
 		}
-		if a.whole {
+		if !a.placeholder && a.to >= 0 {
 			r.shownTo, r.shownLen = a.to, a.pieceLen
 		}
 		return m, true

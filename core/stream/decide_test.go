@@ -2,6 +2,8 @@ package stream
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +29,7 @@ type presentation struct {
 	c     *settings
 	r     reply
 	posts int
+	ids   []string // the message each action of the last settle wrote ("" for none)
 }
 
 func newPresentation(c *settings) *presentation {
@@ -40,8 +43,9 @@ func (p *presentation) decide(v view) action {
 	return a
 }
 
-// ok records write a as shown; a post becomes message m1, m2, …
-func (p *presentation) ok(a action, now time.Time) {
+// ok records write a as shown; a post becomes message m1, m2, … It
+// returns the message's id.
+func (p *presentation) ok(a action, now time.Time) string {
 	ref := core.MessageRef{}
 	if a.send {
 		p.posts++
@@ -50,6 +54,7 @@ func (p *presentation) ok(a action, now time.Time) {
 		ref = p.r.sent[a.idx].ref
 	}
 	p.r.record(&a, ref, outcome{kind: shown, reached: true}, now)
+	return ref.ID
 }
 
 // settle decides and "writes" until the reply shows v: it returns the
@@ -57,12 +62,14 @@ func (p *presentation) ok(a action, now time.Time) {
 func (p *presentation) settle(t *testing.T, v view) []action {
 	t.Helper()
 	var acts []action
+	p.ids = p.ids[:0]
 	for range 50 {
 		a := p.decide(v)
 		acts = append(acts, a)
+		p.ids = append(p.ids, "")
 		switch a.kind {
 		case write:
-			p.ok(a, v.now)
+			p.ids[len(p.ids)-1] = p.ok(a, v.now)
 		case idle, finish:
 			return acts
 		}
@@ -242,10 +249,10 @@ func TestDecide(t *testing.T) {
 			name: "only the first message that differs is edited",
 			before: []view{
 				streaming(paraA+"\n\n"+paraB, at(0)),
-				streaming(paraA+"\n\n"+paraB+"\n\ncccc", at(time.Second)),
+				streaming(paraA+"\n\n"+paraB+"\n\ncccc cccc", at(time.Second)),
 			},
-			v:    streaming(paraA+"\n\n"+paraB+"\n\ncccc cccc", at(2*time.Second)),
-			want: `edit #1 "cccc cccc" interim`,
+			v:    streaming(paraA+"\n\n"+paraB+"\n\ncccc cccc cccc", at(2*time.Second)),
+			want: `edit #1 "cccc cccc cccc" interim`,
 		},
 		{
 			// m1 shows 35 characters; the splitter would now cut it after
@@ -260,6 +267,24 @@ func TestDecide(t *testing.T) {
 				}
 				if a := p.decide(streaming("aaaa aaaa aaaa\n\nbbbb bbbb bbbb bbbb cccc cccc", at(time.Second))); describe(a) != `send #0 "cccc cccc" interim` {
 					t.Errorf("then %s, want the rest in a new message", describe(a))
+				}
+			},
+		},
+		{
+			// m1 shows "cc" of "cccc": it completes the word rather than
+			// lose what it showed of it.
+			name:   "a frozen message completes the word it showed in part",
+			before: []view{streaming("aaaa aaaa aaaa\n\nbbbb bbbb bbbb bbbb cc", at(0))},
+			v:      streaming("aaaa aaaa aaaa\n\nbbbb bbbb bbbb bbbb cccc dddd dddd", at(time.Second)),
+			want:   `edit #0 "aaaa aaaa aaaa\n\nbbbb bbbb bbbb bbbb cccc" interim`,
+			check: func(t *testing.T, p *presentation) {
+				if p.r.win.to != 40 {
+					t.Errorf("group closes at %d, want 40, after the word", p.r.win.to)
+				}
+				p.ok(p.decide(streaming("aaaa aaaa aaaa\n\nbbbb bbbb bbbb bbbb cccc dddd dddd", at(time.Second))), at(time.Second))
+				acts := p.settle(t, streaming("aaaa aaaa aaaa\n\nbbbb bbbb bbbb bbbb cccc dddd dddd", at(2*time.Second)))
+				if got := describeAll(acts); got != `next group finalize m1; send #0 "dddd dddd" interim; idle until +22s` {
+					t.Errorf("then %s", got)
 				}
 			},
 		},
@@ -357,40 +382,77 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestDecideKeepsWhatWasShown: however the text grows, no message of the
-// reply is ever edited to show less than it showed, and every word of the
-// output ends up shown exactly once.
+// TestDecideKeepsWhatWasShown: however the output arrives (a word at a
+// time, or bursts longer than a message between two writes) and however
+// the reply ends, no write takes a word away from a message that showed
+// it, no message is written after it was finalized, and the messages show
+// every word of the output once, in order.
 func TestDecideKeepsWhatWasShown(t *testing.T) {
-	p := newPresentation(testSettings(40))
-	shown := map[string]string{} // message → its text
-	var out strings.Builder
-	now := t0
-	for i := range 60 {
-		fmt.Fprintf(&out, "w%02d ", i)
-		if i%7 == 6 {
-			out.WriteString("\n\n")
+	for seed := range 300 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		var paras []string
+		n := 0
+		for range 2 + rng.IntN(8) {
+			var words []string
+			for range 1 + rng.IntN(40) {
+				words = append(words, fmt.Sprintf("w%03d", n))
+				n++
+			}
+			paras = append(paras, strings.Join(words, " "))
 		}
-		now = now.Add(time.Second)
-		for _, a := range p.settle(t, streaming(out.String(), now)) {
-			if a.kind != write {
-				continue
+		full := strings.Join(paras, "\n\n")
+		final := []*Final{{}, {Footer: "12 tokens · 3.4 s"}, {Notice: "Stopped.", Footer: "12 tokens"}}[rng.IntN(3)]
+
+		p := newPresentation(testSettings(200))
+		shown := map[string][]string{} // message → the words it shows
+		finalized := map[string]bool{}
+		check := func(acts []action) {
+			for i, a := range acts {
+				for _, m := range a.finalize {
+					finalized[m.ref.ID] = true
+				}
+				if a.kind != write {
+					continue
+				}
+				id := p.ids[i]
+				if finalized[id] {
+					t.Fatalf("seed %d: message %s written after it was finalized: %q", seed, id, a.post.Text)
+				}
+				words := strings.Fields(a.post.Text)
+				old := shown[id]
+				for _, w := range old[:max(len(old)-1, 0)] { // the last one may have been cut mid-word
+					if !slices.Contains(words, w) {
+						t.Fatalf("seed %d: message %s showed %q, then lost it: %q", seed, id, w, a.post.Text)
+					}
+				}
+				shown[id] = words
 			}
-			id := "m" + strconv.Itoa(p.posts)
-			if !a.send {
-				id = p.r.sent[a.idx].ref.ID
-			}
-			if old := shown[id]; !a.send && !strings.HasPrefix(a.post.Text, strings.TrimSpace(old)) {
-				t.Fatalf("message %s showed %q, then %q", id, old, a.post.Text)
-			}
-			shown[id] = a.post.Text
 		}
-	}
-	var all []string
-	for i := 1; i <= p.posts; i++ {
-		all = append(all, strings.Fields(shown["m"+strconv.Itoa(i)])...)
-	}
-	if want := strings.Fields(out.String()); strings.Join(all, " ") != strings.Join(want, " ") {
-		t.Errorf("messages show %q, want %q", all, want)
+		now := t0
+		for pos := 0; pos < len(full); {
+			step := 1 + rng.IntN(80)
+			if rng.IntN(4) == 0 {
+				step = 1 + rng.IntN(500) // a burst
+			}
+			pos = min(pos+step, len(full))
+			now = now.Add(time.Second)
+			check(p.settle(t, streaming(full[:pos], now)))
+		}
+		check(p.settle(t, view{output: full, final: final, now: now.Add(time.Second)}))
+
+		var all []string
+		for i := 1; i <= p.posts; i++ {
+			all = append(all, shown["m"+strconv.Itoa(i)]...)
+		}
+		got := strings.Join(all, " ")
+		for _, e := range []string{final.Notice, final.Footer} {
+			if e != "" {
+				got = strings.Replace(got, " "+e, "", 1)
+			}
+		}
+		if want := strings.Join(strings.Fields(full), " "); got != want {
+			t.Fatalf("seed %d: messages show\n%q\nwant\n%q", seed, got, want)
+		}
 	}
 }
 
@@ -441,5 +503,51 @@ func TestRecord(t *testing.T) {
 			}
 			tt.check(t, p.r)
 		})
+	}
+}
+
+// TestDecideBurstKeepsWhatWasShown: output that fills more than one
+// message between two writes goes out piece by piece, and the freeze then
+// guards the message each piece went to, not an earlier one (which once
+// cut a message back to what it showed before the burst).
+func TestDecideBurstKeepsWhatWasShown(t *testing.T) {
+	const a34 = "aaaa aaaa aaaa aaaa aaaa aaaa aaaa"
+	d35 := strings.Repeat("dddd ", 6) + "dddd"
+	p := newPresentation(testSettings(40))
+	p.settle(t, streaming(a34, at(0)))
+	burst := a34 + " aaaa\n\nbbbb bbbb\n\n" + d35
+	got := describeAll(p.settle(t, streaming(burst, at(time.Second))))
+	want := `edit #0 "` + a34 + ` aaaa" interim; send #1 "bbbb bbbb" interim finalize m1; send #2 "` + d35 + `" interim finalize m2; idle until +21s`
+	if got != want {
+		t.Errorf("burst: %s\nwant   %s", got, want)
+	}
+	if p.r.shownTo != len(burst) || p.r.shownLen != len(d35) {
+		t.Errorf("shownTo, shownLen = %d, %d; want %d, %d", p.r.shownTo, p.r.shownLen, len(burst), len(d35))
+	}
+}
+
+// TestPieceEnd: where a full piece that more text follows ends in the
+// output.
+func TestPieceEnd(t *testing.T) {
+	c := testSettings(40)
+	r := newReply(c.lim, 0)
+	d35 := strings.Repeat("dddd ", 6) + "dddd"
+	out := "aaaa aaaa aaaa aaaa aaaa aaaa aaaa aaaa\n\nbbbb bbbb\n\n" + d35
+	v := streaming(out, at(0))
+	f := r.frame(c, &v)
+	if len(f.want) != 3 {
+		t.Fatalf("pieces %q, want 3", f.want)
+	}
+	for i, wantTo := range []int{len("aaaa aaaa aaaa aaaa aaaa aaaa aaaa aaaa\n\n"), len(out) - len(d35)} {
+		if to, n := r.pieceEnd(c, &v, i, f.want[i], f.to); to != wantTo || n != render.Length(f.want[i]) {
+			t.Errorf("piece %d %q ends at %d (length %d), want %d", i, f.want[i], to, n, wantTo)
+		}
+	}
+	// A piece with final parts in it does not end in the output.
+	v.final = &Final{Notice: strings.Repeat("nnnn ", 9)}
+	f = r.frame(c, &v)
+	last := len(f.want) - 2
+	if to, n := r.pieceEnd(c, &v, last, f.want[last], f.to); to != 0 || n != 0 {
+		t.Errorf("piece %q with the notice ends at %d (length %d), want unknown (0, 0)", f.want[last], to, n)
 	}
 }

@@ -546,3 +546,61 @@ func TestNativeFinalDoesNotWaitForAnInterimTurn(t *testing.T) {
 		}
 	})
 }
+
+// TestBurstKeepsMessagesAsShown: output that fills more than a message
+// between two writes (a fast agent, or a wait for the platform) goes out in
+// new messages, and no message loses a word it showed, is edited after it
+// was finalized, or has its text repeated in another.
+func TestBurstKeepsMessagesAsShown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", plainLimits(300, time.Second))
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		n := 0
+		words := func(k int) string {
+			var b strings.Builder
+			for range k {
+				fmt.Fprintf(&b, "w%03d ", n)
+				n++
+			}
+			return b.String()
+		}
+		s.Partial(stream.RoleOutput, words(50)) // 250 characters: one message
+		time.Sleep(2 * time.Second)
+		// Within one cadence: the first message's last words, a short
+		// paragraph, and one too long to join it.
+		s.Partial(stream.RoleOutput, words(9)+"\n\n"+words(20)+"\n\n"+words(55))
+		time.Sleep(2 * time.Second)
+		s.Partial(stream.RoleOutput, words(5))
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		shown := map[string][]string{}
+		finalized := map[string]bool{}
+		for _, c := range p.Calls() {
+			switch {
+			case c.Op == platformtest.OpFinalize:
+				finalized[c.Ref.ID] = true
+			case (c.Op == platformtest.OpSend || c.Op == platformtest.OpEdit) && c.Err == nil:
+				if finalized[c.Ref.ID] {
+					t.Errorf("message %s edited after it was finalized: %q", c.Ref.ID, c.Post.Text)
+				}
+				got := strings.Fields(c.Post.Text)
+				for _, w := range shown[c.Ref.ID] {
+					if !slices.Contains(got, w) {
+						t.Fatalf("message %s showed %q, then lost it: %q", c.Ref.ID, w, c.Post.Text)
+					}
+				}
+				shown[c.Ref.ID] = got
+			}
+		}
+		all := strings.Fields(strings.Join(p.Texts(conv), " "))
+		if len(all) != n {
+			t.Errorf("%d words shown, want each of the %d once: %q", len(all), n, p.Texts(conv))
+		}
+		for i, w := range all {
+			if w != fmt.Sprintf("w%03d", i) {
+				t.Fatalf("word %d is %q: %q", i, w, p.Texts(conv))
+			}
+		}
+	})
+}
