@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
@@ -101,6 +102,34 @@ func (a *Adapter) pushDraft(ctx context.Context, d *draft, caller string, p core
 	return nil
 }
 
+// chatLock is one chat's draft lock; users counts who holds or waits for
+// it, so an unused one is dropped.
+type chatLock struct {
+	sync.Mutex
+	users int
+}
+
+// lockChat locks chat's drafts and returns the unlock.
+func (a *Adapter) lockChat(chat int64) (unlock func()) {
+	a.mu.Lock()
+	l := a.draftLocks[chat]
+	if l == nil {
+		l = &chatLock{}
+		a.draftLocks[chat] = l
+	}
+	l.users++
+	a.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		a.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(a.draftLocks, chat)
+		}
+		a.mu.Unlock()
+	}
+}
+
 // armLocked (re)starts d's quiet timer. a.mu is held.
 func (a *Adapter) armLocked(d *draft) {
 	if d.timer != nil {
@@ -119,8 +148,11 @@ func (a *Adapter) editDraft(ctx context.Context, ref core.MessageRef, p core.Pos
 	if err != nil {
 		return core.ErrNotFound
 	}
-	a.draftMu.Lock()
-	defer a.draftMu.Unlock()
+	chat, err := parseChat(ref.Conv.Channel)
+	if err != nil {
+		return core.ErrNotFound
+	}
+	defer a.lockChat(chat)()
 	a.mu.Lock()
 	d := a.drafts[id]
 	a.mu.Unlock()
@@ -172,15 +204,29 @@ func (a *Adapter) FinalizeMessage(ctx context.Context, ref core.MessageRef) erro
 	return nil
 }
 
-// finishDrafts turns chat's unfinished drafts up to id into real messages,
-// oldest first, so a split reply keeps its order.
+// finishDrafts turns chat's (0: every chat's) unfinished drafts up to id
+// upTo (0: all) into real messages, oldest first, so a split reply keeps
+// its order.
 func (a *Adapter) finishDrafts(ctx context.Context, chat, upTo int64) {
-	a.draftMu.Lock()
-	defer a.draftMu.Unlock()
+	if chat == 0 {
+		a.mu.Lock()
+		chats := map[int64]bool{}
+		for _, d := range a.drafts {
+			if d.real == "" {
+				chats[d.chat] = true
+			}
+		}
+		a.mu.Unlock()
+		for c := range chats {
+			a.finishDrafts(ctx, c, upTo)
+		}
+		return
+	}
+	defer a.lockChat(chat)()
 	a.mu.Lock()
 	var due []*draft
 	for _, d := range a.drafts {
-		if d.real == "" && (chat == 0 || d.chat == chat) && (upTo == 0 || d.id <= upTo) {
+		if d.real == "" && d.chat == chat && (upTo == 0 || d.id <= upTo) {
 			due = append(due, d)
 		}
 	}
@@ -194,7 +240,7 @@ func (a *Adapter) finishDrafts(ctx context.Context, chat, upTo int64) {
 }
 
 // finishLocked sends d as a real message, waiting out rate limits and
-// falling back to plain text. a.draftMu is held.
+// falling back to plain text. d's chat is locked (lockChat).
 func (a *Adapter) finishLocked(ctx context.Context, d *draft) error {
 	a.mu.Lock()
 	if d.timer != nil {

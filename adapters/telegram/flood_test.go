@@ -148,3 +148,48 @@ func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
 		}
 	}
 }
+
+// A draft turning into a message that waits out a 429 in one private chat
+// holds up no other chat's drafts: each chat's drafts are serialized on
+// their own.
+func TestDraftWaitInOneChatHoldsUpNoOther(t *testing.T) {
+	e := newEnv(t, func(o *telegram.Options) { o.Drafts, o.DraftIdle = true, time.Minute })
+	ctx := t.Context()
+	a, err := e.ad.Send(ctx, core.ConversationKey{Platform: "telegram", Channel: "1001"}, core.Post{Text: "a", Interim: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.ad.Send(ctx, core.ConversationKey{Platform: "telegram", Channel: "1002"}, core.Post{Text: "b", Interim: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Fail("sendMessage", telegramtest.RateLimit(5))
+	finalA := make(chan error, 1)
+	go func() { finalA <- e.ad.Edit(ctx, a, core.Post{Text: "a done"}) }()
+	e.waitFor("chat 1001's final text refused with a 429", func() bool {
+		calls := e.fake.Calls("sendMessage")
+		return len(calls) > 0 && calls[0].Fault != nil
+	})
+	if err := e.ad.Edit(ctx, b, core.Post{Text: "b2", Interim: true}); err != nil {
+		t.Fatalf("chat 1002's draft update: %v", err)
+	}
+	if err := <-finalA; err != nil {
+		t.Fatalf("chat 1001's final text: %v", err)
+	}
+	var draftAt, finalAt time.Time
+	for _, c := range e.fake.Calls() {
+		switch {
+		case c.Method == "sendMessageDraft" && c.Form.Get("text") == "b2":
+			draftAt = c.At
+		case c.Method == "sendMessage" && c.Fault == nil:
+			finalAt = c.At
+		}
+	}
+	if draftAt.IsZero() || finalAt.IsZero() || !draftAt.Before(finalAt) {
+		t.Errorf("chat 1002's draft update at %v, chat 1001's final text at %v; want the draft not to wait for the other chat's retry_after",
+			draftAt.Format("15:04:05.000"), finalAt.Format("15:04:05.000"))
+	}
+	if msgs := e.fake.Messages(1001); len(msgs) != 1 || msgs[0].Text != "a done" {
+		t.Errorf("chat 1001's messages %+v; want its final text once", msgs)
+	}
+}

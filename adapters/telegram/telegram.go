@@ -113,8 +113,11 @@ type Adapter struct {
 	keyboards map[string]struct{}
 	drafts    map[int64]*draft
 	draftSeq  int64
-	draftMu   sync.Mutex // serializes draft updates and their finishing
-	noDrafts  atomic.Bool
+	// draftLocks serialize, per chat, draft updates and their finishing,
+	// so a chat's drafts become messages in order while a wait for one
+	// chat's budget (a 429 there) holds up no other chat's.
+	draftLocks map[int64]*chatLock
+	noDrafts   atomic.Bool
 }
 
 var (
@@ -158,7 +161,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), chats: pace.NewBudgets(chatLimit), groups: pace.NewBudgets(groupLimit), drafts: map[int64]*draft{}, keyboards: map[string]struct{}{}}
+	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), chats: pace.NewBudgets(chatLimit), groups: pace.NewBudgets(groupLimit), drafts: map[int64]*draft{}, draftLocks: map[int64]*chatLock{}, keyboards: map[string]struct{}{}}
 	// Built by hand rather than with NewBotAPIWithClient, which calls getMe.
 	// call gives each request its own context, so the template has no
 	// client.
