@@ -103,7 +103,8 @@ func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ad.Send(ctx, dm, core.Post{Text: "b", Interim: true}); err != nil {
+	b, err := e.ad.Send(ctx, dm, core.Post{Text: "b", Interim: true})
+	if err != nil {
 		t.Fatal(err)
 	}
 	turn := func(what string, err error) time.Duration {
@@ -128,9 +129,10 @@ func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
 		t.Errorf("messages %+v; want the final text as a message at once", msgs)
 	}
 	// The presenter sends the refused first draft again when told.
+	var c core.MessageRef
 	for attempt := 0; ; attempt++ {
 		time.Sleep(wait) // the turn the adapter named: what is under test, not synchronization
-		_, err = e.ad.Send(ctx, dm, core.Post{Text: "c", Interim: true})
+		c, err = e.ad.Send(ctx, dm, core.Post{Text: "c", Interim: true})
 		if err == nil {
 			break
 		}
@@ -142,6 +144,7 @@ func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
 	if n := drafts(); n != 3 || e.fake.Calls("sendMessageDraft")[2].Form.Get("text") != "c" {
 		t.Errorf("%d sendMessageDraft calls; want the refused draft sent once its turn came", n)
 	}
+	finishDrafts(t, e, b, c)
 	for _, c := range e.fake.Calls() {
 		if c.Fault != nil && c.Fault.Code == 429 {
 			t.Errorf("%s earned a 429", c.Method)
@@ -191,5 +194,17 @@ func TestDraftWaitInOneChatHoldsUpNoOther(t *testing.T) {
 	}
 	if msgs := e.fake.Messages(1001); len(msgs) != 1 || msgs[0].Text != "a done" {
 		t.Errorf("chat 1001's messages %+v; want its final text once", msgs)
+	}
+	finishDrafts(t, e, b)
+}
+
+// finishDrafts turns the drafts a test left open into messages, as the
+// presenter would, so their quiet timers do not fire after the test.
+func finishDrafts(t *testing.T, e *env, refs ...core.MessageRef) {
+	t.Helper()
+	for _, ref := range refs {
+		if err := e.ad.FinalizeMessage(t.Context(), ref); err != nil {
+			t.Errorf("finalize %s: %v", ref.ID, err)
+		}
 	}
 }
