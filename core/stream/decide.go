@@ -134,10 +134,13 @@ func decide(r reply, c *settings, v view) (reply, action) {
 
 // closeAged closes the group at a block boundary when its messages will
 // soon be too old to edit (Limits.EditWindow): the reply continues in new
-// messages.
+// messages. Not once the final text is known: it goes at once, well
+// within the margin, and its ending stays with the text it ends rather
+// than alone in a new message.
 func (r *reply) closeAged(c *settings, v *view) {
 	w := c.lim.EditWindow
-	if w <= 0 || r.win.to >= 0 || len(r.sent) == 0 || r.placeholder || v.now.Sub(r.groupStart) <= w-editMargin(w) {
+	if w <= 0 || r.win.to >= 0 || len(r.sent) == 0 || r.placeholder || v.final != nil ||
+		v.now.Sub(r.groupStart) <= w-editMargin(w) {
 		return
 	}
 	if cut := blockCut(v.output, r.win.from); cut > r.win.from {

@@ -311,6 +311,13 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
+			name:   "edit window: the final text goes in place, not alone in a new message",
+			setup:  func(c *settings) { c.lim.EditWindow = 10 * time.Minute },
+			before: []view{streaming("para one\n\npara two\n\n", at(0))},
+			v:      view{output: "para one\n\npara two\n\n", final: &Final{Footer: "9 tokens"}, now: at(9*time.Minute + 11*time.Second)},
+			want:   `edit #0 "para one\n\npara two\n\n9 tokens"`,
+		},
+		{
 			name:   "edit window: not yet closing",
 			setup:  func(c *settings) { c.lim.EditWindow = 10 * time.Minute },
 			before: []view{streaming("para one\n\npara two", at(0))},

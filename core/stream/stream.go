@@ -5,6 +5,11 @@
 // and skips stale frames, continues in follow-up messages past the
 // platform's length limit, and always delivers the final text, retrying with
 // backoff until its context ends.
+//
+// Inside, loop drives three parts that each stand alone: decide (what to
+// send next, from the reply's state and the turn as it stands; pure), the
+// pacer (when the next write may go) and classify (what a platform call's
+// error means). The native stream path shares the pacer and classify.
 package stream
 
 import (
