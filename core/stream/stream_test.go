@@ -491,10 +491,27 @@ func TestOverflowKeepsMessagesAsShown(t *testing.T) {
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
-		shown := map[string][]string{} // message → words it showed last
-		for _, c := range p.Calls() {
-			if (c.Op != platformtest.OpSend && c.Op != platformtest.OpEdit) || c.Err != nil {
-				continue
+		if n := assertKeptAsShown(t, p, "m%03d", 200); n < 4 {
+			t.Errorf("%d messages; want the 200 words in several", n)
+		}
+	})
+}
+
+// assertKeptAsShown fails if a message of the reply lost a word it showed
+// or was written after it was finalized, or if the messages do not show
+// the n words format makes of 0, 1, … once each, in order. It returns how
+// many messages there are.
+func assertKeptAsShown(t *testing.T, p *platformtest.Platform, format string, n int) int {
+	t.Helper()
+	shown := map[string][]string{} // message → words it showed last
+	finalized := map[string]bool{}
+	for _, c := range p.Calls() {
+		switch {
+		case c.Op == platformtest.OpFinalize:
+			finalized[c.Ref.ID] = true
+		case (c.Op == platformtest.OpSend || c.Op == platformtest.OpEdit) && c.Err == nil:
+			if finalized[c.Ref.ID] {
+				t.Errorf("message %s written after it was finalized: %q", c.Ref.ID, c.Post.Text)
 			}
 			words := strings.Fields(c.Post.Text)
 			for _, w := range shown[c.Ref.ID] {
@@ -504,16 +521,17 @@ func TestOverflowKeepsMessagesAsShown(t *testing.T) {
 			}
 			shown[c.Ref.ID] = words
 		}
-		all := strings.Fields(strings.Join(p.Texts(conv), " "))
-		if len(all) != 200 || len(shown) < 4 {
-			t.Fatalf("%d words in %d messages; want all 200 words once, in several messages", len(all), len(shown))
+	}
+	all := strings.Fields(strings.Join(p.Texts(conv), " "))
+	if len(all) != n {
+		t.Fatalf("%d words shown, want each of the %d once: %q", len(all), n, p.Texts(conv))
+	}
+	for i, w := range all {
+		if w != fmt.Sprintf(format, i) {
+			t.Fatalf("word %d is %q: %q", i, w, p.Texts(conv))
 		}
-		for i, w := range all {
-			if w != fmt.Sprintf("m%03d", i) {
-				t.Fatalf("word %d is %q", i, w)
-			}
-		}
-	})
+	}
+	return len(shown)
 }
 
 // TestNativeFinalDoesNotWaitForAnInterimTurn: on a native stream, as for
@@ -574,33 +592,6 @@ func TestBurstKeepsMessagesAsShown(t *testing.T) {
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
-		shown := map[string][]string{}
-		finalized := map[string]bool{}
-		for _, c := range p.Calls() {
-			switch {
-			case c.Op == platformtest.OpFinalize:
-				finalized[c.Ref.ID] = true
-			case (c.Op == platformtest.OpSend || c.Op == platformtest.OpEdit) && c.Err == nil:
-				if finalized[c.Ref.ID] {
-					t.Errorf("message %s edited after it was finalized: %q", c.Ref.ID, c.Post.Text)
-				}
-				got := strings.Fields(c.Post.Text)
-				for _, w := range shown[c.Ref.ID] {
-					if !slices.Contains(got, w) {
-						t.Fatalf("message %s showed %q, then lost it: %q", c.Ref.ID, w, c.Post.Text)
-					}
-				}
-				shown[c.Ref.ID] = got
-			}
-		}
-		all := strings.Fields(strings.Join(p.Texts(conv), " "))
-		if len(all) != n {
-			t.Errorf("%d words shown, want each of the %d once: %q", len(all), n, p.Texts(conv))
-		}
-		for i, w := range all {
-			if w != fmt.Sprintf("w%03d", i) {
-				t.Fatalf("word %d is %q: %q", i, w, p.Texts(conv))
-			}
-		}
+		assertKeptAsShown(t, p, "w%03d", n)
 	})
 }
