@@ -2,6 +2,7 @@ package stream
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/render"
@@ -301,6 +302,9 @@ func (r *reply) pieceEnd(c *settings, v *view, idx int, piece string, to int) (i
 		} else {
 			hi = mid - 1
 		}
+	}
+	for lo > r.win.from && lo < len(v.output) && !utf8.RuneStart(v.output[lo]) {
+		lo-- // never inside a character
 	}
 	if p := split(lo); len(p) == idx+1 && p[idx] == piece {
 		return lo, render.Length(piece)
