@@ -93,8 +93,8 @@ type frame struct {
 }
 
 // decide says what to do next for reply r in view v, and returns the
-// state to go on from. It does no I/O and reads no clock: r and v are all
-// it knows.
+// state to go on from. It does no I/O and reads no clock: r, c and v are
+// all it knows.
 func decide(r reply, c *settings, v view) (reply, action) {
 	r.closeAged(c, &v)
 	f := r.frame(c, &v)
@@ -262,9 +262,10 @@ func (r *reply) writePiece(c *settings, v *view, idx int, f *frame) action {
 		a.post.ReplyTo = c.opts.ReplyTo
 	}
 	if a.send && idx > r.finalized {
-		// The messages before this one show their full pieces (Split
-		// packs greedily): their text is final, so a Telegram draft
-		// becomes a real message now, not at the end.
+		// The messages before this one show full pieces (the splitter
+		// fills every piece but the last; freeze keeps them as shown):
+		// their text is final, so a Telegram draft becomes a real
+		// message now, not at the end.
 		a.finalize = r.sent[r.finalized:idx]
 		r.finalized = idx
 	}
