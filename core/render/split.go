@@ -27,6 +27,10 @@ const (
 // Never inside an HTML tag, entity (&amp;), or a mrkdwn/markdown span; every piece is valid on its own
 // (Telegram: tags balanced in every piece). Returns nil for empty/whitespace-only input. Deterministic.
 //
+// No piece is near-empty (see minPiece) where a boundary avoids it: a piece ends at the best boundary
+// that leaves both it and the text after it at least minPiece(max) long, and only where no boundary
+// does so is the greedy cut kept.
+//
 // Pieces are packed greedily from the start, so when text is appended to md only the last piece or
 // two change. A max of 0 or less means no limit; a positive max below 16 is treated as 16.
 func Split(md string, d Dialect, max int) []string {
@@ -54,6 +58,18 @@ func Render(md string, d Dialect) string {
 	return p[0]
 }
 
+// minPiece is the rendered Length under which a piece of a split at max counts as near-empty: an
+// eighth of the limit, at most 200 units. 200 units are two or three sentences, more than any footer
+// (_1.2k tokens · 3.4s_), heading or closing fence, so none of those stands alone; the cap keeps the
+// text moved out of a full piece small (5 % of a 4,000 limit), so pieces stay nearly full, and an
+// eighth keeps small limits workable (2 units at the 16-unit floor).
+func minPiece(max int) int {
+	if max <= 0 {
+		return 0
+	}
+	return min(max/8, 200)
+}
+
 // pos is a place in the token stream: a token and a byte offset into its text.
 type pos struct{ t, off int }
 
@@ -63,47 +79,73 @@ type pos struct{ t, off int }
 const continued = "…\n"
 
 func split(toks []token, d Dialect, max int) []string {
-	out := pieces(toks, d, max)
-	if d != TelegramHTML || !continuedIndented(out) {
-		return out
+	_, spans := layout(toks, d, max)
+	if len(spans) == 0 {
+		return nil
 	}
-	if max > 0 {
-		out = pieces(toks, d, max-Length(continued)) // room for it, so every piece fits max
-	}
-	for i := 1; i < len(out); i++ {
-		if indented(out[i]) {
-			out[i] = continued + out[i]
+	out := make([]string, len(spans))
+	for i, sp := range spans {
+		out[i] = sp.s
+		if d == TelegramHTML && i > 0 && indented(sp.s) {
+			out[i] = continued + sp.s
 		}
 	}
 	return out
 }
 
+// layout cuts toks into pieces for d at max. It returns the cutter it cut with and the pieces before
+// Telegram's continuation lines are added.
+func layout(toks []token, d Dialect, max int) (*cutter, []span) {
+	c := &cutter{toks: toks, d: d, max: max, min: minPiece(max)}
+	out := c.pieces()
+	if d == TelegramHTML && max > 0 && continuedIndented(out) {
+		c.max = max - Length(continued) // room for it, so every piece fits max
+		out = c.pieces()
+	}
+	return c, out
+}
+
 // continuedIndented reports whether a piece after the first shows
 // whitespace first.
-func continuedIndented(out []string) bool {
+func continuedIndented(out []span) bool {
 	for i := 1; i < len(out); i++ {
-		if indented(out[i]) {
+		if indented(out[i].s) {
 			return true
 		}
 	}
 	return false
 }
 
-func pieces(toks []token, d Dialect, max int) []string {
-	var out []string
+// cutter cuts one token stream into pieces.
+type cutter struct {
+	toks []token
+	d    Dialect
+	max  int // 0: no limit
+	min  int // pieces shorter than this are near-empty (minPiece of the caller's limit)
+}
+
+// span is one piece and where it starts in the token stream.
+type span struct {
+	s     string
+	p     pos
+	carry []*marker
+}
+
+func (c *cutter) pieces() []span {
+	var out []span
 	var carry []*marker
 	p := pos{}
 	for {
-		p, carry = skip(toks, p, carry)
-		if p.t >= len(toks) {
+		p, carry = skip(c.toks, p, carry)
+		if p.t >= len(c.toks) {
 			break
 		}
-		s, next, nextCarry, ok := piece(toks, d, max, p, carry, false)
-		if !ok || next == p {
+		r := c.piece(p, carry, run{})
+		if !r.ok || r.next == p {
 			break
 		}
-		out = append(out, s)
-		p, carry = next, nextCarry
+		out = append(out, span{r.s, p, carry})
+		p, carry = r.next, r.carry
 	}
 	return out
 }
@@ -141,7 +183,9 @@ func skip(toks []token, p pos, carry []*marker) (pos, []*marker) {
 // cut is a place a piece may end.
 type cut struct {
 	ok    bool
+	class int       // cBlock … cRune
 	bytes int       // output length before the cut
+	n     int       // Length of the piece if it ends here, closing markup included
 	p     pos       // where the next piece resumes
 	skip  bool      // the token at p is the separator cut at: resume after it
 	space bool      // a word cut before spaces: resume after them
@@ -149,14 +193,49 @@ type cut struct {
 	stack []*marker // markers open at the cut, reopened by the next piece
 }
 
-// piece writes one piece starting at p with the markers in carry open. It returns the piece, where
-// the next one starts and what it must reopen; ok is false if nothing visible remained.
-func piece(toks []token, d Dialect, max int, p pos, carry []*marker, bare bool) (string, pos, []*marker, bool) {
-	e := &emitter{d: d, max: max, lineStart: true, cacheVer: -1, bare: bare}
+// resume returns where the piece after k starts.
+func (k *cut) resume(toks []token) pos {
+	next := k.p
+	if k.skip {
+		next = pos{k.p.t + 1, 0}
+	}
+	if k.space && next.t < len(toks) && !toks[next.t].mode.code() {
+		t := &toks[next.t]
+		// A word cut drops the spaces it cut at.
+		for next.off < len(t.s) && isSpace(rune(t.s[next.off])) {
+			next.off++
+		}
+		if next.off == len(t.s) {
+			next = pos{next.t + 1, 0}
+		}
+	}
+	return next
+}
+
+// run says what a call of piece is for.
+type run struct {
+	bare  bool   // without markup: the markup left no room for content
+	probe bool   // only measure: stop at min units (long) or at the limit (long)
+	all   *[]cut // only collect every cut, in order, up to the limit
+}
+
+// result is what piece made.
+type result struct {
+	s     string
+	next  pos       // where the next piece starts
+	carry []*marker // what it reopens
+	ok    bool      // false if nothing visible remained
+	long  bool      // probe: the text reaches min units
+}
+
+// piece writes one piece starting at p with the markers in carry open and ends it where choose says.
+func (c *cutter) piece(p pos, carry []*marker, r run) result {
+	toks, max := c.toks, c.max
+	e := &emitter{d: c.d, max: max, lineStart: true, cacheVer: -1, bare: r.bare}
 	budget, used := max/2, 0
 	for _, m := range carry {
 		on := false
-		if !bare {
+		if !r.bare {
 			c := Length(m.open) + Length(m.close) + Length(m.prefix)
 			if m.block {
 				c += 2
@@ -169,31 +248,27 @@ func piece(toks []token, d Dialect, max int, p pos, carry []*marker, bare bool) 
 	}
 	start, startCarry := p, carry
 	var best [nClasses]cut
-	overflow := func() (string, pos, []*marker, bool) {
-		for _, c := range best {
-			if c.ok {
-				next := c.p
-				if c.skip {
-					next = pos{c.p.t + 1, 0}
-				}
-				if c.space && next.t < len(toks) && !toks[next.t].mode.code() {
-					t := &toks[next.t]
-					// A word cut drops the spaces it cut at.
-					for next.off < len(t.s) && isSpace(rune(t.s[next.off])) {
-						next.off++
-					}
-					if next.off == len(t.s) {
-						next = pos{next.t + 1, 0}
-					}
-				}
-				return string(e.out[:c.bytes]) + c.close, next, c.stack, true
-			}
+	record := func(class int, p pos, skip, space bool) {
+		e.record(&best[class], class, p, skip)
+		best[class].space = space
+		if r.all != nil {
+			*r.all = append(*r.all, best[class])
 		}
-		if !bare {
+	}
+	// full reports whether the piece must end before what was just written.
+	full := func() bool { return !e.fits() || r.probe && e.n >= c.min }
+	overflow := func() result {
+		if r.probe || r.all != nil {
+			return result{long: true}
+		}
+		if k, ok := c.choose(&best, start, startCarry, r.bare); ok {
+			return result{s: string(e.out[:k.bytes]) + k.close, next: k.resume(toks), carry: k.stack, ok: true}
+		}
+		if !r.bare {
 			// Markup left no room for any content: redo this piece without markup.
-			return piece(toks, d, max, start, startCarry, true)
+			return c.piece(start, startCarry, run{bare: true})
 		}
-		return string(e.out) + e.closing(), pos{len(toks), 0}, nil, true // unreachable with max ≥ minMax
+		return result{s: string(e.out) + e.closing(), next: pos{len(toks), 0}, ok: true} // unreachable with max ≥ minMax
 	}
 	for p.t < len(toks) {
 		t := &toks[p.t]
@@ -201,18 +276,17 @@ func piece(toks []token, d Dialect, max int, p pos, carry []*marker, bare bool) 
 		case kText:
 			code := t.mode.code()
 			for p.off < len(t.s) {
-				r, size := utf8.DecodeRuneInString(t.s[p.off:])
-				if e.canCut() && !joiner(r) && e.prev != 0x200D {
+				ru, size := utf8.DecodeRuneInString(t.s[p.off:])
+				if e.canCut() && !joiner(ru) && e.prev != 0x200D {
 					class := cRune
-					if code && isSpace(e.prev) && !isSpace(r) || !code && isSpace(r) && !isSpace(e.prev) {
+					if code && isSpace(e.prev) && !isSpace(ru) || !code && isSpace(ru) && !isSpace(e.prev) {
 						class = cWord
 					}
-					e.record(&best[class], p, false)
-					best[class].space = class == cWord && !code
+					record(class, p, false, class == cWord && !code)
 				}
-				e.rune(r, t.mode)
+				e.rune(ru, t.mode)
 				p.off += size
-				if !e.fits() {
+				if full() {
 					return overflow()
 				}
 			}
@@ -220,18 +294,18 @@ func piece(toks []token, d Dialect, max int, p pos, carry []*marker, bare bool) 
 			continue
 		case kRaw:
 			if e.canCut() {
-				e.record(&best[cRune], p, false)
+				record(cRune, p, false, false)
 			}
 			e.raw(t.s, t.glue)
-			if !e.fits() {
+			if full() {
 				return overflow()
 			}
 		case kOpen:
 			if e.canCut() {
-				e.record(&best[cRune], p, false)
+				record(cRune, p, false, false)
 			}
 			save := e.save()
-			e.push(t.m, !bare)
+			e.push(t.m, !r.bare)
 			if !e.fits() {
 				if e.content {
 					return overflow()
@@ -247,10 +321,10 @@ func piece(toks []token, d Dialect, max int, p pos, carry []*marker, bare bool) 
 				if t.blank {
 					class = cBlank
 				}
-				e.record(&best[class], p, true)
+				record(class, p, true, false)
 			}
 			e.newline(t.blank)
-			if !e.fits() {
+			if full() {
 				return overflow()
 			}
 		case kBlock:
@@ -259,20 +333,73 @@ func piece(toks []token, d Dialect, max int, p pos, carry []*marker, bare bool) 
 				if t.glue {
 					class = cWord // after a heading: only if nothing better
 				}
-				e.record(&best[class], p, true)
+				record(class, p, true, false)
 			}
 			e.write("\n\n")
 			e.lineStart, e.prev = true, 0
-			if !e.fits() {
+			if full() {
 				return overflow()
 			}
 		}
 		p = pos{p.t + 1, 0}
 	}
 	if !e.content {
-		return "", p, nil, false
+		return result{next: p}
 	}
-	return string(e.out) + e.closing(), p, nil, true
+	return result{s: string(e.out) + e.closing(), next: p, ok: true}
+}
+
+// choose picks where a piece that outgrew the limit ends: at the best class's latest cut that leaves
+// both the piece and the text after it at least min long, so neither is near-empty; only when no
+// cut does, at the best class's latest cut. ok is false if there is no cut at all.
+func (c *cutter) choose(best *[nClasses]cut, start pos, carry []*marker, bare bool) (cut, bool) {
+	if c.min > 0 {
+		for _, k := range best {
+			if !k.ok || k.n < c.min {
+				continue // a piece only grows, so no earlier cut of this class is long enough either
+			}
+			if c.restLong(&k) {
+				return k, true
+			}
+			// The text after the latest cut is short: look further back.
+			if k, ok := c.search(start, carry, bare); ok {
+				return k, true
+			}
+			break
+		}
+	}
+	for _, k := range best {
+		if k.ok {
+			return k, true
+		}
+	}
+	return cut{}, false
+}
+
+// search goes through every cut of the piece at start, best class first and latest first within a
+// class, for one that leaves both the piece and the rest at least min long. Only the piece before
+// a near-empty rest needs it: once per split, near the end.
+func (c *cutter) search(start pos, carry []*marker, bare bool) (cut, bool) {
+	var all []cut
+	c.piece(start, carry, run{bare: bare, all: &all})
+	for class := range nClasses {
+		for i := len(all) - 1; i >= 0; i-- {
+			if k := &all[i]; k.class == class && k.n >= c.min && c.restLong(k) {
+				return *k, true
+			}
+		}
+	}
+	return cut{}, false
+}
+
+// restLong reports whether the text after k renders at least min units long.
+func (c *cutter) restLong(k *cut) bool {
+	p, carry := skip(c.toks, k.resume(c.toks), k.stack)
+	if p.t >= len(c.toks) {
+		return false
+	}
+	r := c.piece(p, carry, run{probe: true})
+	return r.long || r.ok && Length(r.s) >= c.min
 }
 
 // entry is an open marker; off if this piece has no room for its markup.
@@ -358,7 +485,7 @@ func (e *emitter) fits() bool {
 
 func (e *emitter) canCut() bool { return e.content && (!e.glue || e.bare) }
 
-func (e *emitter) record(c *cut, p pos, skip bool) {
+func (e *emitter) record(c *cut, class int, p pos, skip bool) {
 	e.sync()
 	if !e.snapOK {
 		e.snap = make([]*marker, len(e.stack))
@@ -367,7 +494,7 @@ func (e *emitter) record(c *cut, p pos, skip bool) {
 		}
 		e.snapOK = true
 	}
-	*c = cut{ok: true, bytes: len(e.out), p: p, skip: skip, close: e.closeS, stack: e.snap}
+	*c = cut{ok: true, class: class, bytes: len(e.out), n: e.n + e.closeN, p: p, skip: skip, close: e.closeS, stack: e.snap}
 }
 
 type saved struct {

@@ -67,14 +67,14 @@ func TestSplitWholeFits(t *testing.T) {
 
 // TestSplitBetweenBlocks checks that blocks that fit are never cut.
 func TestSplitBetweenBlocks(t *testing.T) {
-	md := "First paragraph, short.\n\nSecond paragraph is a little longer than the first one.\n\nThird."
+	md := "First paragraph, short.\n\nSecond paragraph is a little longer than the first one.\n\nThird one."
 	got := Split(md, Plain, 60)
-	want := []string{"First paragraph, short.", "Second paragraph is a little longer than the first one.", "Third."}
+	want := []string{"First paragraph, short.", "Second paragraph is a little longer than the first one.", "Third one."}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	got = Split(md, Plain, 85)
-	want = []string{"First paragraph, short.\n\nSecond paragraph is a little longer than the first one.", "Third."}
+	want = []string{"First paragraph, short.\n\nSecond paragraph is a little longer than the first one.", "Third one."}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -168,7 +168,7 @@ func TestSplitCodeFence(t *testing.T) {
 	for i := range 30 {
 		code.WriteString("fmt.Println(\"line " + strings.Repeat("=", i%7) + "\")\n")
 	}
-	md := "Intro.\n\n```go\n" + code.String() + "```\n\nOutro."
+	md := "Here is the program, line by line.\n\n```go\n" + code.String() + "```\n\nOutro."
 	tests := []struct {
 		d           Dialect
 		open, close string
@@ -183,7 +183,7 @@ func TestSplitCodeFence(t *testing.T) {
 			t.Fatalf("%v: %d pieces, want the code block cut", tt.d, len(pieces))
 		}
 		last := len(pieces) - 1
-		if pieces[0] != "Intro." || !strings.HasSuffix(pieces[last], tt.close+"\n\nOutro.") {
+		if pieces[0] != "Here is the program, line by line." || !strings.HasSuffix(pieces[last], tt.close+"\n\nOutro.") {
 			t.Errorf("%v: first/last pieces %q, %q: the code block should start a piece and end packed with the next block", tt.d, pieces[0], pieces[last])
 		}
 		pieces[last] = strings.TrimSuffix(pieces[last], "\n\nOutro.")
