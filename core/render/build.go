@@ -607,11 +607,11 @@ func (b *builder) link(dest, labelText string, label func(), auto bool) {
 		u := cleanURL(dest)
 		switch b.d {
 		case SlackMrkdwn:
-			m = &marker{open: "<" + strings.ReplaceAll(u, "&", "&amp;") + "|", close: ">"}
+			m = &marker{open: "<" + strings.ReplaceAll(u, "&", "&amp;") + "|", close: ">", link: true}
 		case DiscordMarkdown:
-			m = &marker{open: "[", close: "](" + u + ")"}
+			m = &marker{open: "[", close: "](" + u + ")", link: true}
 		case TelegramHTML:
-			m = &marker{open: `<a href="` + escapeAttr(u) + `">`, close: "</a>"}
+			m = &marker{open: `<a href="` + escapeAttr(u) + `">`, close: "</a>", link: true}
 		}
 		if m != nil && b.budget > 0 && Length(m.open)+Length(m.close) > b.budget/4 {
 			m, b.degraded = nil, true

@@ -97,23 +97,7 @@ func split(toks []token, d Dialect, max int) []string {
 // Telegram's continuation lines are added.
 func layout(toks []token, d Dialect, max int) (*cutter, []span) {
 	c := &cutter{toks: toks, d: d, max: max, min: minPiece(max)}
-	out := c.pieces()
-	if d == TelegramHTML && max > 0 && continuedIndented(out) {
-		c.max = max - Length(continued) // room for it, so every piece fits max
-		out = c.pieces()
-	}
-	return c, out
-}
-
-// continuedIndented reports whether a piece after the first shows
-// whitespace first.
-func continuedIndented(out []span) bool {
-	for i := 1; i < len(out); i++ {
-		if indented(out[i].s) {
-			return true
-		}
-	}
-	return false
+	return c, c.pieces()
 }
 
 // cutter cuts one token stream into pieces.
@@ -129,6 +113,7 @@ type span struct {
 	s     string
 	p     pos
 	carry []*marker
+	max   int // the limit it was cut at
 }
 
 func (c *cutter) pieces() []span {
@@ -140,11 +125,17 @@ func (c *cutter) pieces() []span {
 		if p.t >= len(c.toks) {
 			break
 		}
-		r := c.piece(p, carry, run{})
+		r, max := c.piece(p, carry, run{}), c.max
+		if c.d == TelegramHTML && c.max > 0 && len(out) > 0 && indented(r.s) {
+			// Room for the continuation line split puts first, so the piece still fits.
+			narrow := *c
+			narrow.max -= Length(continued)
+			r, max = narrow.piece(p, carry, run{}), narrow.max
+		}
 		if !r.ok || r.next == p {
 			break
 		}
-		out = append(out, span{r.s, p, carry})
+		out = append(out, span{r.s, p, carry, max})
 		p, carry = r.next, r.carry
 	}
 	return out
@@ -191,6 +182,7 @@ type cut struct {
 	space bool      // a word cut before spaces: resume after them
 	close string    // markup closing what is open at the cut
 	stack []*marker // markers open at the cut, reopened by the next piece
+	link  bool      // inside a link
 }
 
 // resume returns where the piece after k starts.
@@ -349,43 +341,75 @@ func (c *cutter) piece(p pos, carry []*marker, r run) result {
 	return result{s: string(e.out) + e.closing(), next: p, ok: true}
 }
 
-// choose picks where a piece that outgrew the limit ends: at the best class's latest cut that leaves
-// both the piece and the text after it at least min long, so neither is near-empty; only when no
-// cut does, at the best class's latest cut. ok is false if there is no cut at all.
+// choose picks where a piece that outgrew the limit ends: at the best class's latest cut (greedy),
+// unless that leaves the piece or the text after it near-empty (shorter than min) and a boundary
+// avoids it. ok is false if there is no cut at all.
 func (c *cutter) choose(best *[nClasses]cut, start pos, carry []*marker, bare bool) (cut, bool) {
+	greedy := -1
+	for class, k := range best {
+		if k.ok {
+			greedy = class
+			break
+		}
+	}
+	if greedy < 0 {
+		return cut{}, false
+	}
 	if c.min > 0 {
-		for _, k := range best {
+		for _, k := range best[:rebalanceClasses(greedy)] {
 			if !k.ok || k.n < c.min {
 				continue // a piece only grows, so no earlier cut of this class is long enough either
 			}
-			if c.restLong(&k) {
+			if !k.link && c.restLong(&k) {
 				return k, true
 			}
-			// The text after the latest cut is short: look further back.
-			if k, ok := c.search(start, carry, bare); ok {
+			// The latest cut is in a link, or the text after it is short: look further back.
+			if k, ok := c.search(start, carry, bare, greedy, k.n); ok {
 				return k, true
 			}
 			break
 		}
 	}
-	for _, k := range best {
-		if k.ok {
-			return k, true
-		}
-	}
-	return cut{}, false
+	return best[greedy], true
 }
 
-// search goes through every cut of the piece at start, best class first and latest first within a
-// class, for one that leaves both the piece and the rest at least min long. Only the piece before
-// a near-empty rest needs it: once per split, near the end.
-func (c *cutter) search(start pos, carry []*marker, bare bool) (cut, bool) {
+// rebalanceClasses returns how many cut classes, best first, may avoid a near-empty piece when the
+// greedy cut is of class greedy: word boundaries and better, never inside a word (or a URL) unless
+// the greedy cut already is.
+func rebalanceClasses(greedy int) int { return max(greedy, cWord) + 1 }
+
+// search goes through every cut of the piece at start for a boundary that leaves both the piece and
+// the text after it at least min long: a cut of the classes rebalanceClasses allows, outside links.
+// It tries, in turn: the cuts between 2·min and min before ref (the cut the piece would take), best
+// class first and latest first within a class; then the latest cut at least min before ref; then any
+// cut, best class first. The first two leave the text between the cut and ref to the rest, enough
+// to make it long, and depend only on the text up to the limit, so the cut stays put while the reply
+// grows (until the rest after ref is long enough) rather than creeping forward a word at a time; the
+// first gives up at most 2·min units. Only the piece before a near-empty rest needs this: once per
+// split, near the end.
+func (c *cutter) search(start pos, carry []*marker, bare bool, greedy, ref int) (cut, bool) {
 	var all []cut
 	c.piece(start, carry, run{bare: bare, all: &all})
-	for class := range nClasses {
-		for i := len(all) - 1; i >= 0; i-- {
-			if k := &all[i]; k.class == class && k.n >= c.min && c.restLong(k) {
-				return *k, true
+	classes := rebalanceClasses(greedy)
+	tiers := []struct {
+		lo, hi  int
+		byClass bool
+	}{
+		{ref - 2*c.min, ref - c.min, true},
+		{c.min, ref - c.min, false},
+		{c.min, c.max, true},
+	}
+	for _, tr := range tiers {
+		for class := range classes {
+			for i := len(all) - 1; i >= 0; i-- {
+				k := &all[i]
+				if k.class < classes && (!tr.byClass || k.class == class) && !k.link &&
+					k.n >= max(tr.lo, c.min) && k.n <= tr.hi && c.restLong(k) {
+					return *k, true
+				}
+			}
+			if !tr.byClass {
+				break
 			}
 		}
 	}
@@ -428,6 +452,7 @@ type emitter struct {
 	closeN   int
 	prefixS  string
 	snap     []*marker
+	snapLink bool // a link is open
 	snapOK   bool
 }
 
@@ -489,12 +514,14 @@ func (e *emitter) record(c *cut, class int, p pos, skip bool) {
 	e.sync()
 	if !e.snapOK {
 		e.snap = make([]*marker, len(e.stack))
+		e.snapLink = false
 		for i, en := range e.stack {
 			e.snap[i] = en.m
+			e.snapLink = e.snapLink || en.m.link
 		}
 		e.snapOK = true
 	}
-	*c = cut{ok: true, class: class, bytes: len(e.out), n: e.n + e.closeN, p: p, skip: skip, close: e.closeS, stack: e.snap}
+	*c = cut{ok: true, class: class, bytes: len(e.out), n: e.n + e.closeN, p: p, skip: skip, close: e.closeS, stack: e.snap, link: e.snapLink}
 }
 
 type saved struct {

@@ -327,3 +327,245 @@ func TestTelegramContinuedCodeKeepsIndentation(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitNoNearEmptyPiece checks, in every dialect, the cases where a greedy split leaves a
+// near-empty piece (shorter than minPiece(max)) and a boundary avoids it: the previous cut moves
+// back, every piece still fits, and what belongs together stays together.
+func TestSplitNoNearEmptyPiece(t *testing.T) {
+	const max = 400 // minPiece: 50
+	words := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "w%02d", i%100)
+		}
+		return b.String()
+	}
+	var code strings.Builder
+	code.WriteString("Here is the program, line by line:\n\n```go\n")
+	for i := range 21 {
+		fmt.Fprintf(&code, "    x%02d := step(%02d)\n", i, i)
+	}
+	code.WriteString("```")
+	var list strings.Builder
+	for i := range 24 {
+		fmt.Fprintf(&list, "- item %02d is here\n", i)
+	}
+	tests := []struct {
+		name  string
+		md    string
+		check func(t *testing.T, d Dialect, pieces []string)
+	}{{
+		name: "heading and its block at the limit",
+		md:   words(97) + "\n\n## Results\n\nAll good.",
+		check: func(t *testing.T, d Dialect, pieces []string) {
+			last := pieces[len(pieces)-1]
+			if !strings.Contains(last, "Results") || !strings.HasSuffix(last, "All good.") {
+				t.Errorf("the heading is not with its block in the last piece: %q", last)
+			}
+		},
+	}, {
+		name: "footer alone",
+		md:   words(99) + "\n\n_1.2k tokens_",
+		check: func(t *testing.T, d Dialect, pieces []string) {
+			if last := pieces[len(pieces)-1]; !strings.Contains(last, "w98") || !strings.Contains(last, "1") {
+				t.Errorf("the footer is not with the text before it: %q", last)
+			}
+		},
+	}, {
+		name: "code block continued",
+		md:   code.String(),
+		check: func(t *testing.T, d Dialect, pieces []string) {
+			if d == Plain {
+				return
+			}
+			for i, p := range pieces[1:] {
+				if d == TelegramHTML && !strings.HasPrefix(p, "…\n<pre>") {
+					t.Errorf("piece %d starts %.20q: want the continuation line, then the code", i+1, p)
+				}
+				if !strings.Contains(p, "    x") {
+					t.Errorf("piece %d lost the code's indentation: %q", i+1, p)
+				}
+			}
+			if joined := strings.Join(pieces, "\n"); !strings.Contains(joined, "x00 := step(00)") || !strings.Contains(joined, "x20 := step(20)") {
+				t.Errorf("code lines lost: %q", pieces)
+			}
+		},
+	}, {
+		name: "list items",
+		md:   list.String(),
+		check: func(t *testing.T, d Dialect, pieces []string) {
+			for i := range 24 {
+				item := fmt.Sprintf("item %02d is here", i)
+				if !strings.Contains(strings.Join(pieces, "\x00"), item) {
+					t.Errorf("%q was cut: %q", item, pieces)
+				}
+			}
+		},
+	}, {
+		name: "remainder of one word",
+		md:   words(101),
+		check: func(t *testing.T, d Dialect, pieces []string) {
+			if got := strings.Fields(strings.Join(pieces, " ")); len(got) != 101 {
+				t.Errorf("%d words, want 101", len(got))
+			}
+		},
+	}, {
+		name: "short paragraph before a long one",
+		md:   "Intro.\n\n" + words(110),
+		check: func(t *testing.T, d Dialect, pieces []string) {
+			if !strings.HasPrefix(pieces[0], "Intro.\n\nw00") {
+				t.Errorf("the intro stands alone: %q", pieces[0])
+			}
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, d := range dialects {
+				if whole := Render(tt.md, d); Length(whole) <= max {
+					t.Fatalf("%v: the case fits one piece (%d units): it tests nothing", d, Length(whole))
+				}
+				// The greedy split, which these cases are built to trip, leaves a near-empty piece.
+				toks, _ := tokenize(tt.md, d, max)
+				greedy := (&cutter{toks: toks, d: d, max: max}).pieces()
+				if short := shortest(greedy); Length(short.s) >= minPiece(max) {
+					t.Fatalf("%v: the greedy split has no near-empty piece (shortest %d units): the case tests nothing", d, Length(short.s))
+				}
+				pieces := Split(tt.md, d, max)
+				for i, p := range pieces {
+					if err := checkPiece(p, d, max); err != nil {
+						t.Errorf("%v piece %d: %v", d, i, err)
+					}
+					if Length(p) < minPiece(max) {
+						t.Errorf("%v piece %d is near-empty (%d units): %q", d, i, Length(p), p)
+					}
+				}
+				tt.check(t, d, pieces)
+			}
+		})
+	}
+}
+
+func shortest(spans []span) span {
+	s := spans[0]
+	for _, sp := range spans[1:] {
+		if Length(sp.s) < Length(s.s) {
+			s = sp
+		}
+	}
+	return s
+}
+
+// A near-empty piece remains only where no boundary avoids it: here a
+// bare URL that Discord must get whole leaves no cut between "Hi there."
+// and the end of the piece.
+func TestSplitNearEmptyUnavoidable(t *testing.T) {
+	url := "https://example.com/" + strings.Repeat("p", 175)
+	got := Split("Hi there. <"+url+">", DiscordMarkdown, 200)
+	want := []string{"Hi there.", url}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if err := checkNotNearEmpty("Hi there. <"+url+">", DiscordMarkdown, 200, got); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestSplitGrowingStable simulates the streaming presenter re-splitting a reply that grows word by
+// word. Once a piece has a successor, its cut moves back only where the greedy split's does too,
+// and rebalancing moves it forward at most once more than the greedy split does (when the text
+// after the greedy cut stops being near-empty); the first piece is never more than 2·minPiece
+// shorter than the greedy split's where a boundary lies in that stretch.
+func TestSplitGrowingStable(t *testing.T) {
+	// No tables, whose columns widen as rows arrive, and no indented code, which takes room from
+	// every Telegram piece once continued: both re-lay earlier pieces in a greedy split too.
+	var b strings.Builder
+	for i := range 6 {
+		fmt.Fprintf(&b, "## Part %d\n\n", i)
+		for j := range 3 + i%4 {
+			fmt.Fprintf(&b, "Sentence %d of part %d has **some bold words** and a [link](https://e.io/%d) in it. ", j, i, j)
+		}
+		b.WriteString("\n\n- first item\n- second item, a little longer than the first\n\n")
+		if i%3 == 0 {
+			b.WriteString("```go\nfunc f() error {\nreturn nil\n}\n```\n\n")
+		}
+	}
+	md := b.String() + "_1.2k tokens · 3.4s_"
+	var ends []int
+	for i := 1; i < len(md); i++ {
+		if md[i] == ' ' || md[i] == '\n' {
+			ends = append(ends, i)
+		}
+	}
+	ends = append(ends, len(md))
+	for _, d := range dialects {
+		for _, max := range []int{64, 250, 700} {
+			type track struct{ last, grew, shrank int }
+			var rebal, greedy []track
+			// follow records how the pieces that have a successor changed; it returns which shrank.
+			follow := func(tr *[]track, lengths []int) map[int]bool {
+				shrank := map[int]bool{}
+				for i := 0; i+1 < len(lengths); i++ {
+					if i == len(*tr) {
+						*tr = append(*tr, track{})
+					}
+					p := &(*tr)[i]
+					switch {
+					case p.last == 0:
+					case lengths[i] < p.last:
+						p.shrank++
+						shrank[i] = true
+					case lengths[i] > p.last:
+						p.grew++
+					}
+					p.last = lengths[i]
+				}
+				return shrank
+			}
+			for _, n := range ends {
+				toks, _ := tokenize(md[:n], d, max)
+				c, spans := layout(toks, d, max)
+				g := (&cutter{toks: toks, d: d, max: c.max}).pieces()
+				shrank, greedyShrank := follow(&rebal, lengths(spans)), follow(&greedy, lengths(g))
+				for i := range shrank {
+					// Greedy pieces shrink only where the text before them parses anew (Telegram:
+					// a continued indented code line takes room from every piece).
+					if !greedyShrank[i] {
+						t.Errorf("%v max %d at %d bytes: piece %d shrank to %d units, the greedy one did not", d, max, n, i, Length(spans[i].s))
+					}
+				}
+				if len(spans) > 1 && len(g) > 1 && Length(spans[0].s) < Length(g[0].s)-2*c.min && boundaryIn(c, Length(g[0].s)-2*c.min, Length(g[0].s)-c.min) {
+					t.Errorf("%v max %d at %d bytes: the first piece has %d units, the greedy one %d", d, max, n, Length(spans[0].s), Length(g[0].s))
+				}
+			}
+			for i := range rebal {
+				if i < len(greedy) && rebal[i].grew > greedy[i].grew+1 {
+					t.Errorf("%v max %d: piece %d grew %d times, the greedy one %d", d, max, i, rebal[i].grew, greedy[i].grew)
+				}
+			}
+		}
+	}
+}
+
+// boundaryIn reports whether the first piece of c's split can end at a word boundary or better,
+// outside links, leaving it between lo and hi units long.
+func boundaryIn(c *cutter, lo, hi int) bool {
+	var all []cut
+	c.piece(pos{}, nil, run{all: &all})
+	for _, k := range all {
+		if k.class <= cWord && !k.link && k.n >= lo && k.n <= hi {
+			return true
+		}
+	}
+	return false
+}
+
+func lengths(spans []span) []int {
+	out := make([]int, len(spans))
+	for i, sp := range spans {
+		out[i] = Length(sp.s)
+	}
+	return out
+}

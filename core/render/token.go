@@ -32,6 +32,7 @@ type marker struct {
 	prefix      string // written at the start of every line while open (quotes, list indentation)
 	block       bool   // open and close stand on lines of their own (``` fences)
 	verbatim    bool   // no line prefixes inside (Telegram <pre>: indentation would become code)
+	link        bool   // a link: cut inside only when nothing else fits
 }
 
 // token is one element of the rendered stream.
