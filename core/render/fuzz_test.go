@@ -33,6 +33,12 @@ func FuzzSplit(f *testing.F) {
 	for i, s := range fuzzSeeds {
 		f.Add(s, uint16(64+i*37))
 	}
+	// A greedy split leaves these a near-empty last piece at max 400 (m 336).
+	words := strings.Repeat("word ", 79)
+	for _, s := range []string{words + "\n\n## Results\n\nAll good.", words + "one two\n\n_1.2k tokens_", words + "a b c d",
+		"```go\n" + strings.Repeat("    x := step()\n", 25) + "```", strings.Repeat("- item is here\n", 27)} {
+		f.Add(s, uint16(336))
+	}
 	f.Fuzz(func(t *testing.T, md string, m uint16) {
 		max := 64 + int(m)%4000
 		for _, d := range dialects {
