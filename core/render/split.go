@@ -27,9 +27,10 @@ const (
 // Never inside an HTML tag, entity (&amp;), or a mrkdwn/markdown span; every piece is valid on its own
 // (Telegram: tags balanced in every piece). Returns nil for empty/whitespace-only input. Deterministic.
 //
-// No piece is near-empty (see minPiece) where a boundary avoids it: a piece ends at the best boundary
-// that leaves both it and the text after it at least minPiece(max) long, and only where no boundary
-// does so is the greedy cut kept.
+// No piece is near-empty (shorter than minPiece(max)) where a boundary avoids it: when the greedy
+// cut would leave a piece or the text after it that short, the cut moves to a word boundary or
+// better, outside links, that leaves both at least minPiece(max) long (see cutter.search for which);
+// only where there is none does the greedy cut stay.
 //
 // Pieces are packed greedily from the start, so when text is appended to md only the last piece or
 // two change. A max of 0 or less means no limit; a positive max below 16 is treated as 16.
@@ -228,12 +229,12 @@ func (c *cutter) piece(p pos, carry []*marker, r run) result {
 	for _, m := range carry {
 		on := false
 		if !r.bare {
-			c := Length(m.open) + Length(m.close) + Length(m.prefix)
+			cost := Length(m.open) + Length(m.close) + Length(m.prefix)
 			if m.block {
-				c += 2
+				cost += 2
 			}
-			if max <= 0 || used+c <= budget {
-				on, used = true, used+c
+			if max <= 0 || used+cost <= budget {
+				on, used = true, used+cost
 			}
 		}
 		e.push(m, on)
