@@ -33,8 +33,9 @@ type draft struct {
 	chat  int64
 	post  core.Post
 	timer *time.Timer
-	real  string    // the real message's id, once sent
-	at    time.Time // when it became real
+	quiet *quietTimers // the set timer belongs to
+	real  string       // the real message's id, once sent
+	at    time.Time    // when it became real
 }
 
 // draftMemory is how long a finished draft's id keeps routing edits to its
@@ -130,16 +131,40 @@ func (a *Adapter) lockChat(chat int64) (unlock func()) {
 	}
 }
 
+// quietTimers are the drafts' quiet timers armed while one Run lasts; Run
+// ends them on its way out (flushDrafts), so no timer's work outlives it.
+type quietTimers struct {
+	ctx  context.Context // bounds the timers' work; cancelled when Run ends
+	end  context.CancelFunc
+	busy sync.WaitGroup // timers armed or firing
+}
+
+func newQuietTimers() *quietTimers {
+	q := &quietTimers{}
+	q.ctx, q.end = context.WithCancel(context.Background())
+	return q
+}
+
 // armLocked (re)starts d's quiet timer. a.mu is held.
 func (a *Adapter) armLocked(d *draft) {
-	if d.timer != nil {
-		d.timer.Stop()
-	}
+	a.disarmLocked(d)
+	q := a.quiet
+	q.busy.Add(1)
+	d.quiet = q
 	d.timer = time.AfterFunc(a.opts.DraftIdle, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer q.busy.Done()
+		ctx, cancel := context.WithTimeout(q.ctx, time.Minute)
 		defer cancel()
 		a.finishDrafts(ctx, d.chat, d.id)
 	})
+}
+
+// disarmLocked stops d's quiet timer, if it has not fired. a.mu is held.
+func (a *Adapter) disarmLocked(d *draft) {
+	if d.timer != nil && d.timer.Stop() {
+		d.quiet.busy.Done()
+	}
+	d.timer = nil
 }
 
 // editDraft updates a draft, or edits the real message it became.
@@ -243,9 +268,7 @@ func (a *Adapter) finishDrafts(ctx context.Context, chat, upTo int64) {
 // falling back to plain text. d's chat is locked (lockChat).
 func (a *Adapter) finishLocked(ctx context.Context, d *draft) error {
 	a.mu.Lock()
-	if d.timer != nil {
-		d.timer.Stop()
-	}
+	a.disarmLocked(d)
 	p := d.post
 	a.mu.Unlock()
 	// Its text is final now (nothing replaces it): it goes before
@@ -279,8 +302,22 @@ func (a *Adapter) finishLocked(ctx context.Context, d *draft) error {
 }
 
 // flushDrafts turns every unfinished draft into a message; Run calls it on
-// its way out. A timer firing meanwhile finds nothing left to do.
+// its way out. First it ends this Run's quiet timers and waits for any at
+// work (one may be waiting out a 429), so none outlives Run and none holds
+// up the flush; a draft started later (a reply ending after Run) gets
+// timers of a new set.
 func (a *Adapter) flushDrafts() {
+	a.mu.Lock()
+	q := a.quiet
+	a.quiet = newQuietTimers()
+	for _, d := range a.drafts {
+		if d.quiet == q {
+			a.disarmLocked(d)
+		}
+	}
+	a.mu.Unlock()
+	q.end()
+	q.busy.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a.finishDrafts(ctx, 0, 0)

@@ -117,6 +117,7 @@ type Adapter struct {
 	// so a chat's drafts become messages in order while a wait for one
 	// chat's budget (a 429 there) holds up no other chat's.
 	draftLocks map[int64]*chatLock
+	quiet      *quietTimers // the drafts' quiet timers of this Run
 	noDrafts   atomic.Bool
 }
 
@@ -161,7 +162,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), chats: pace.NewBudgets(chatLimit), groups: pace.NewBudgets(groupLimit), drafts: map[int64]*draft{}, draftLocks: map[int64]*chatLock{}, keyboards: map[string]struct{}{}}
+	a := &Adapter{opts: opts, log: log, hc: hc, token: opts.Token.Reveal(), chats: pace.NewBudgets(chatLimit), groups: pace.NewBudgets(groupLimit), drafts: map[int64]*draft{}, draftLocks: map[int64]*chatLock{}, quiet: newQuietTimers(), keyboards: map[string]struct{}{}}
 	// Built by hand rather than with NewBotAPIWithClient, which calls getMe.
 	// call gives each request its own context, so the template has no
 	// client.
