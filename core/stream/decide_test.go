@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -392,8 +393,10 @@ func TestDecide(t *testing.T) {
 // TestDecideKeepsWhatWasShown: however the output arrives (a word at a
 // time, or bursts longer than a message between two writes) and however
 // the reply ends, no write takes a word away from a message that showed
-// it, no message is written after it was finalized, and the messages show
-// every word of the output once, in order.
+// it, no message is written after it was finalized, the messages show
+// every word of the output once, in order, and the reply's ending (notice,
+// footer) is alone in a message only after one that showed all its text
+// before the end.
 func TestDecideKeepsWhatWasShown(t *testing.T) {
 	for seed := range 300 {
 		rng := rand.New(rand.NewPCG(uint64(seed), 1))
@@ -435,6 +438,11 @@ func TestDecideKeepsWhatWasShown(t *testing.T) {
 				shown[id] = words
 			}
 		}
+		var before map[string][]string // what the messages showed before the end
+		end := func(v view) view {
+			v.final, before = final, maps.Clone(shown)
+			return v
+		}
 		now := t0
 		for pos := 0; pos < len(full); {
 			step := 1 + rng.IntN(80)
@@ -443,9 +451,27 @@ func TestDecideKeepsWhatWasShown(t *testing.T) {
 			}
 			pos = min(pos+step, len(full))
 			now = now.Add(time.Second)
-			check(p.settle(t, streaming(full[:pos], now)))
+			v := streaming(full[:pos], now)
+			if pos == len(full) && rng.IntN(2) == 0 {
+				v = end(v) // the end comes with the last output
+			}
+			check(p.settle(t, v))
 		}
-		check(p.settle(t, view{output: full, final: final, now: now.Add(time.Second)}))
+		if before == nil {
+			check(p.settle(t, end(view{output: full, now: now.Add(time.Second)})))
+		} else {
+			check(p.settle(t, view{output: full, final: final, now: now.Add(time.Second)}))
+		}
+		output := func(words []string) []string {
+			return slices.DeleteFunc(slices.Clone(words), func(w string) bool { return !strings.HasPrefix(w, "w") })
+		}
+		for i := 2; i <= p.posts; i++ {
+			id, prev := "m"+strconv.Itoa(i), "m"+strconv.Itoa(i-1)
+			if len(output(shown[id])) == 0 && !slices.Equal(output(before[prev]), output(shown[prev])) {
+				t.Errorf("seed %d: the ending %q alone in %s after %s, which showed %q before the end and %q after",
+					seed, shown[id], id, prev, before[prev], shown[prev])
+			}
+		}
 
 		var all []string
 		for i := 1; i <= p.posts; i++ {
