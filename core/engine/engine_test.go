@@ -167,6 +167,26 @@ func (h *harness) idle() {
 	}
 }
 
+// waitJournal waits until the journal holds one entry and ok accepts it,
+// and returns it.
+func (h *harness) waitJournal(ok func(core.JournalEntry) bool) core.JournalEntry {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		entries, err := h.st.Journal(h.t.Context())
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if len(entries) == 1 && ok(entries[0]) {
+			return entries[0]
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("journal = %+v; want one entry as the test expects", entries)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func (h *harness) waitTextN(want string, n int) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(h.t.Context(), 60*time.Second)
@@ -509,18 +529,21 @@ func TestLaneCommandAnsweredInOrder(t *testing.T) {
 	}
 }
 
+// TestRestartMarksInterruptedTurns: a turn a crash interrupted is marked on
+// restart, never run again — not by recovery, nor when the platform
+// redelivers the message the crash left unacknowledged.
 func TestRestartMarksInterruptedTurns(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "bridge.db")
 	h := newHarness(t, dbPath, nil)
 	hung := h.send(alice, "hang")
 	h.waitText("working")
 	// Simulate a crash: the journal still holds the running turn when the
-	// store is reopened by a new bridge. The old engine is left running so
-	// nothing cleans up; its store handle is closed first to free the lock.
-	entries, err := h.st.Journal(t.Context())
-	if err != nil || len(entries) != 1 {
-		t.Fatalf("journal = %+v, %v; want the running turn", entries, err)
-	}
+	// store is reopened by a new bridge. The journal writes the shown reply
+	// off the turn's path, so the platform shows "working" before the
+	// entry does: wait for the entry to say so, as a crash now would find it.
+	entry := h.waitJournal(func(e core.JournalEntry) bool {
+		return e.Reply.Text == "working" && !e.Placeholder && e.Agent.PID != 0
+	})
 	h.send(alice, "/stop")
 	h.waitText("Stopped.")
 	h.close()
@@ -530,25 +553,33 @@ func TestRestartMarksInterruptedTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.JournalPut(t.Context(), entries[0]); err != nil {
+	if err := st.JournalPut(t.Context(), entry); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
 
 	h2 := newHarness(t, dbPath, nil)
-	// The new platform has no such message to edit, so the notice is sent,
-	// answering the interrupted message.
-	if notice := h2.waitText("The bridge restarted"); notice.Post.ReplyTo != hung {
-		t.Errorf("restart notice ReplyTo = %q, want the interrupted message %q", notice.Post.ReplyTo, hung)
+	// The new platform has no such message to edit, so what the reply
+	// showed is sent again with the notice, answering the interrupted message.
+	const want = "working\n\n⚠️ The bridge restarted, so this answer was interrupted. Please send your message again."
+	if notice := h2.waitText("The bridge restarted"); notice.Post.Text != want || notice.Post.ReplyTo != hung {
+		t.Errorf("restart notice = %q replying to %q, want %q replying to the interrupted message %q",
+			notice.Post.Text, notice.Post.ReplyTo, want, hung)
 	}
 	left, _ := h2.st.Journal(t.Context())
 	if len(left) != 0 {
 		t.Errorf("journal after recovery = %+v, want empty", left)
 	}
-	for _, c := range h2.plat.Calls() {
-		if strings.Contains(c.Post.Text, "working") {
-			t.Error("the interrupted turn was re-run")
-		}
+	// The platform redelivers the message (its delivery was never
+	// acknowledged); the intake handles the conversation's events in order,
+	// so /status answers after the redelivery was dropped or became a turn.
+	h2.plat.Deliver(t.Context(), core.Message{Conv: conv, ID: hung, From: alice, Text: "hang"})
+	h2.send(alice, "/status")
+	if status := h2.waitText("Session "); !strings.Contains(status.Post.Text, "Idle: no turn is running.") {
+		t.Errorf("status after the redelivery = %q, want idle", status.Post.Text)
+	}
+	if texts := h2.plat.Texts(conv); len(texts) != 2 {
+		t.Errorf("messages after restart = %q, want the notice and the status: the interrupted turn was re-run", texts)
 	}
 }
 
