@@ -72,8 +72,10 @@ func (l Limit) reserve() float64 {
 // the 80 % of the rate a platform's budget should see used.
 const InterimShare = 0.85
 
-// rate is the steady rate, in calls per second, that keeps any window of
-// l.Per at Headroom·N calls or fewer, bursts included.
+// rate is the steady rate, in calls per second: Headroom·N − (Burst−1)
+// calls per Per, so a window of Per holds at most a full bucket's Burst
+// calls plus what it earns, Headroom·N + 1 (one call over the aim at worst,
+// still short of N), while the steady rate stays under Headroom.
 func (l Limit) rate() float64 {
 	burst := float64(max(l.Burst, 1))
 	n := Headroom*float64(l.N) - (burst - 1)
