@@ -66,6 +66,8 @@ func testAgent(mode string) int {
 		emit(obj{"type": "result", "text": "ok"})
 	case "continuity":
 		return continuityAgent(line)
+	case "watch":
+		return watchAgent(turn.Message)
 	case "hang":
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)

@@ -126,3 +126,98 @@ slack:
 		}
 	}
 }
+
+// TestServeSlackWatchedStreams: three threads stream long answers at once
+// through serve's default path (post and edit under the workspace's
+// chat.update budget, the fake enforcing Tier 3's 50 a minute); every state
+// of the fake is observed and the replies checked as a user reads them
+// (serve_watch_test.go).
+func TestServeSlackWatchedStreams(t *testing.T) {
+	fake := slacktest.NewServer(slacktest.Options{UpdateLimit: 50, AppendLimit: 100})
+	defer fake.Close()
+	t.Setenv("TEST_SLACK_BOT_TOKEN", fake.Options().BotToken)
+	t.Setenv("TEST_SLACK_APP_TOKEN", fake.Options().AppToken)
+	dir := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`store: %s
+profiles: {watch: %s}
+default_profile: watch
+presenter: {placeholder_delay: 0s}
+slack:
+  enabled: true
+  api_url: %s
+  bot_token: ${TEST_SLACK_BOT_TOKEN}
+  app_token: ${TEST_SLACK_APP_TOKEN}
+  allow_users: [U1]
+`, filepath.Join(dir, "bridge.db"), writeProfile(t, "watch", ""), fake.APIURL()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, stderr) }()
+	wait := func(what string, cond func(*slacktest.State) bool) {
+		t.Helper()
+		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+		defer wcancel()
+		if err := fake.WaitFor(wctx, cond); err != nil {
+			t.Fatalf("%s: %v\nserve stderr:\n%s", what, err, stderr.String())
+		}
+	}
+	wait("socket mode connected", func(s *slacktest.State) bool { return s.Connected() > 0 })
+
+	// About 9,200 characters each: three messages under Slack's 3,800.
+	specs := []watchSpec{{"m", 150, 60, 25 * time.Millisecond}, {"n", 150, 60, 25 * time.Millisecond}, {"o", 150, 60, 25 * time.Millisecond}}
+	threads := []string{"500.000001", "500.000002", "500.000003"}
+	var ws []*watcher
+	for i, s := range specs {
+		ws = append(ws, newWatcher(s))
+		fake.SendEvent(fmt.Sprintf("EvW%d", i), map[string]any{"type": "app_mention", "user": "U1",
+			"text": "<@UBOT> " + s.message(), "ts": threads[i], "channel": "C1", "event_ts": threads[i]})
+	}
+	replies := func(msgs []slacktest.Message) (raw, visible [][]string) {
+		raw, visible = make([][]string, len(threads)), make([][]string, len(threads))
+		for _, m := range msgs {
+			for i, th := range threads {
+				if m.ThreadTS == th {
+					raw[i] = append(raw[i], m.Text)
+					visible[i] = append(visible[i], slackVisible(m.Text))
+				}
+			}
+		}
+		return raw, visible
+	}
+	// Every change the fake records is observed, under its lock.
+	wait("every reply complete", func(s *slacktest.State) bool {
+		_, visible := replies(s.Messages())
+		return watchAll(ws, visible)
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve = %v\n%s", err, stderr.String())
+	}
+	raw, visible := replies(fake.Messages())
+	watchAll(ws, visible)
+	for i, w := range ws {
+		w.check(t, visible[i], 3800)
+		all := strings.Join(raw[i], "\n")
+		// Slack pings only through <!…>: that form is defused, the bare
+		// words stay as written.
+		if strings.Contains(all, "<!channel>") || strings.Contains(all, "<@123>") {
+			t.Errorf("%s: <!channel> or <@123> arrived intact: a ping", w.spec.prefix)
+		}
+		if !strings.Contains(all, "@everyone @here") {
+			t.Errorf("%s: @everyone @here changed; want them as written", w.spec.prefix)
+		}
+	}
+	if n := len(fake.Calls("chat.startStream")); n != 0 {
+		t.Errorf("%d chat.startStream calls; serve's default is post and edit", n)
+	}
+	for _, c := range fake.Calls() {
+		if c.Status == 429 || c.Error == "ratelimited" {
+			t.Errorf("%s at %s was answered 429", c.Method, c.At.Format("15:04:05.000"))
+		}
+	}
+	for i, w := range ws {
+		t.Logf("%s: %d observations, %d messages, lengths %v", w.spec.prefix, w.obs, len(visible[i]), runeLens(visible[i]))
+	}
+	t.Logf("%d chat.update, %d chat.postMessage calls", len(fake.Calls("chat.update")), len(fake.Calls("chat.postMessage")))
+}
