@@ -627,16 +627,31 @@ func TestShutdownStopsTurnsAfterTheDrainDeadline(t *testing.T) {
 	}
 }
 
+// TestShutdownLetsRunningTurnsFinish: a turn running when Shutdown begins
+// may finish within the drain, and Shutdown waits for it. The turn waits on
+// a permission prompt, so it is running until the test answers it, after
+// the drain began; button presses are still handled while draining.
 func TestShutdownLetsRunningTurnsFinish(t *testing.T) {
 	h := newHarness(t, "", nil)
-	h.send(alice, "sleep:800")
-	h.send(alice, "/status")
-	h.waitText("Running for")
+	h.send(alice, "perm")
+	prompt := h.waitText("Permission needed")
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	h.eng.Shutdown(ctx, time.Second)
+	shut := make(chan struct{})
+	go func() {
+		defer close(shut)
+		h.eng.Shutdown(ctx, time.Second)
+	}()
+	<-core.DrainSignal(h.handler)
+	select {
+	case <-shut:
+		t.Fatalf("Shutdown returned while a turn was running: %q", h.plat.Texts(conv))
+	default:
+	}
+	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: prompt.Post.Buttons[0].Value, Ref: prompt.Ref})
+	<-shut
 	// Shutdown returned after the turn finished on its own within the drain.
-	if !strings.Contains(strings.Join(h.plat.Texts(conv), "\n"), "done") {
+	if !strings.Contains(strings.Join(h.plat.Texts(conv), "\n"), "answer=allow") {
 		t.Fatalf("Shutdown returned before the running turn finished: %q", h.plat.Texts(conv))
 	}
 	if n := h.count("Stopped"); n != 0 {
