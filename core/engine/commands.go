@@ -217,6 +217,10 @@ func (e *Engine) forgetSession(ctx context.Context, p core.Platform, m core.Mess
 	})
 }
 
+// laneCommandJob prefixes the lane job ids of commands, telling them from
+// turns (whose job ids are their turn ids).
+const laneCommandJob = "cmd-"
+
 // laneCommandWait bounds how long the intake waits for a command that runs
 // on an idle lane: longer than a notice's send with its retries.
 const laneCommandWait = 45 * time.Second
@@ -226,7 +230,7 @@ const laneCommandWait = 45 * time.Second
 // when the lane is idle, after the queued turns otherwise.
 func (e *Engine) onLane(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, fn func(context.Context)) {
 	done := make(chan struct{})
-	pos, err := e.lanes.Enqueue(key, lane.Job{ID: "cmd-" + newID(), Run: func(ctx context.Context) {
+	pos, err := e.lanes.Enqueue(key, lane.Job{ID: laneCommandJob + newID(), Run: func(ctx context.Context) {
 		defer close(done)
 		fn(context.WithoutCancel(ctx))
 	}})
@@ -257,13 +261,8 @@ func (e *Engine) status(ctx context.Context, key, conv core.ConversationKey) str
 	e.mu.Lock()
 	t := e.running[key]
 	e.mu.Unlock()
-	if running && t != nil {
-		t.mu.Lock()
-		fmt.Fprintf(&b, "▶ Running for %s (profile %s, session %s).", time.Since(r.Started).Round(time.Second), t.profileName, t.sessionName)
-		t.mu.Unlock()
-	} else {
-		b.WriteString("Idle: no turn is running.")
-	}
+	line, queued := activity(r, running, queued, t)
+	b.WriteString(line)
 	if queued > 0 {
 		fmt.Fprintf(&b, "\n⏳ %d message(s) queued.", queued)
 	}
@@ -279,4 +278,24 @@ func (e *Engine) status(ctx context.Context, key, conv core.ConversationKey) str
 	}
 	fmt.Fprintf(&b, "\nSession %s: agent session id %s, %d turn(s). Profile: %s.", name, id, sess.Turns, profile)
 	return b.String()
+}
+
+// activity is /status's first line for a lane's state (t is the turn
+// running on it, if it has begun) and how many jobs wait behind what it
+// describes. A job the lane has accepted to run at once may not have begun
+// yet — the lane's goroutine has still to take it off the queue, or the turn
+// to register — and is shown as starting: "idle" beside a queued message
+// would tell the sender it is stuck.
+func activity(r lane.Running, running bool, queued int, t *turn) (string, int) {
+	switch {
+	case running && t != nil:
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return fmt.Sprintf("▶ Running for %s (profile %s, session %s).", time.Since(r.Started).Round(time.Second), t.profileName, t.sessionName), queued
+	case running && !strings.HasPrefix(r.ID, laneCommandJob):
+		return "▶ Starting a turn.", queued
+	case !running && queued > 0:
+		return "▶ Starting the next message.", queued - 1
+	}
+	return "Idle: no turn is running.", queued
 }

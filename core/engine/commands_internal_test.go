@@ -3,8 +3,11 @@ package engine
 import (
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/lane"
 )
 
 func TestParseCommand(t *testing.T) {
@@ -76,4 +79,39 @@ func TestParseCommandAddressed(t *testing.T) {
 			t.Errorf("parseCommand(addressed %q) = %q, %q, %v; want %q, %q, %v", tt.text, c.Name, arg, ok, tt.cmd, tt.arg, tt.ok)
 		}
 	}
+}
+
+// TestStatusShowsAcceptedTurnsAsStarting: a message accepted to run at once
+// is "starting", not "idle", until its turn begins — while the lane's
+// goroutine has yet to take it (a new lane, or between two jobs) or the turn
+// to register. /status right after a message could answer "Idle" with the
+// message queued.
+func TestStatusShowsAcceptedTurnsAsStarting(t *testing.T) {
+	// The bubble's clock stands still: the running time is exact.
+	synctest.Test(t, func(t *testing.T) {
+		tr := &turn{profileName: "p", sessionName: "s"}
+		started := time.Now().Add(-time.Minute)
+		tests := []struct {
+			name    string
+			r       lane.Running
+			running bool
+			queued  int
+			t       *turn
+			line    string
+			waiting int
+		}{
+			{"idle", lane.Running{}, false, 0, nil, "Idle: no turn is running.", 0},
+			{"running turn", lane.Running{ID: "t1", Started: started}, true, 2, tr, "▶ Running for 1m0s (profile p, session s).", 2},
+			{"turn taken, not registered", lane.Running{ID: "t1", Started: started}, true, 1, nil, "▶ Starting a turn.", 1},
+			{"new lane, job not taken", lane.Running{}, false, 1, nil, "▶ Starting the next message.", 0},
+			{"between jobs", lane.Running{}, false, 3, nil, "▶ Starting the next message.", 2},
+			{"lane command", lane.Running{ID: laneCommandJob + "x", Started: started}, true, 1, nil, "Idle: no turn is running.", 1},
+		}
+		for _, tt := range tests {
+			line, waiting := activity(tt.r, tt.running, tt.queued, tt.t)
+			if line != tt.line || waiting != tt.waiting {
+				t.Errorf("%s: activity = %q, %d; want %q, %d", tt.name, line, waiting, tt.line, tt.waiting)
+			}
+		}
+	})
 }
