@@ -75,7 +75,7 @@ func TestRender(t *testing.T) {
 		want: want{
 			Plain:           "[a|b > c d](https://ex.com/x y)",
 			SlackMrkdwn:     "[a|b &gt; c _d_](https://ex.com/x y)",
-			DiscordMarkdown: "\\[a\\|b \\> c *d*\\](https://ex.com/x y)",
+			DiscordMarkdown: "\\[a\\|b > c *d*\\](https://ex.com/x y)",
 			TelegramHTML:    "[a|b &gt; c <i>d</i>](https://ex.com/x y)",
 		},
 	}, {
@@ -84,7 +84,7 @@ func TestRender(t *testing.T) {
 		want: want{
 			Plain:           "a|b > c d (https://ex.com/x y)",
 			SlackMrkdwn:     "<https://ex.com/x%20y|a∣b &gt; c d>",
-			DiscordMarkdown: "[a\\|b \\> c *d*](https://ex.com/x%20y)",
+			DiscordMarkdown: "[a\\|b > c *d*](https://ex.com/x%20y)",
 			TelegramHTML:    "<a href=\"https://ex.com/x%20y\">a|b &gt; c <i>d</i></a>",
 		},
 	}, {
@@ -111,7 +111,7 @@ func TestRender(t *testing.T) {
 		want: want{
 			Plain:           "<script>alert('x')</script>\n\nInline <b>bold?</b> & <img src=x onerror=y>",
 			SlackMrkdwn:     "&lt;script&gt;alert('x')&lt;/script&gt;\n\nInline &lt;b&gt;bold?&lt;/b&gt; &amp; &lt;img src=x onerror=y&gt;",
-			DiscordMarkdown: "\\<script\\>alert('x')\\</script\\>\n\nInline \\<b\\>bold?\\</b\\> & \\<img src=x onerror=y\\>",
+			DiscordMarkdown: "<script>alert('x')</script>\n\nInline <b>bold?</b> & <img src=x onerror=y>",
 			TelegramHTML:    "&lt;script&gt;alert('x')&lt;/script&gt;\n\nInline &lt;b&gt;bold?&lt;/b&gt; &amp; &lt;img src=x onerror=y&gt;",
 		},
 	}, {
@@ -124,7 +124,7 @@ func TestRender(t *testing.T) {
 			// to a terminal).
 			Plain:           "Hey @everyone and @Here, <!channel> <@U123> <@&42> <#7> @channel",
 			SlackMrkdwn:     "Hey @everyone and @Here, &lt;!channel&gt; &lt;@U123&gt; &lt;@&amp;42&gt; &lt;#7&gt; `@channel`",
-			DiscordMarkdown: "Hey @everyone and @Here, \\<!channel\\> \\<@U123\\> \\<@&42\\> \\<#7\\> `@channel`",
+			DiscordMarkdown: "Hey @everyone and @Here, <!channel> <@U123> <@&42> <#7> `@channel`",
 			TelegramHTML:    "Hey @everyone and @Here, &lt;!channel&gt; &lt;@U123&gt; &lt;@&amp;42&gt; &lt;#7&gt; <code>@channel</code>",
 		},
 	}, {
@@ -169,7 +169,7 @@ func TestRender(t *testing.T) {
 		want: want{
 			Plain:           "AT&T © ☺ <tag>",
 			SlackMrkdwn:     "AT&amp;T © ☺ &lt;tag&gt;",
-			DiscordMarkdown: "AT&T © ☺ \\<tag\\>",
+			DiscordMarkdown: "AT&T © ☺ <tag>",
 			TelegramHTML:    "AT&amp;T © ☺ &lt;tag&gt;",
 		},
 	}, {

@@ -670,9 +670,12 @@ func (e *emitter) escape(r rune, m mode) string {
 		default:
 			e.lineState = lsOther
 		}
+		// '<' stays as written: Discord's <@…>, <#…> and <t:…> forms
+		// are the agent's to use, and allowed_mentions (not the text)
+		// keeps mentions from pinging. A '>' only quotes at a line's start.
 		switch {
-		case strings.ContainsRune("\\*_~`|[]<>", r),
-			st == lsStart && (r == '#' || r == '-' || r == '+'),
+		case strings.ContainsRune("\\*_~`|[]", r),
+			st == lsStart && (r == '#' || r == '-' || r == '+' || r == '>'),
 			st == lsDigits && (r == '.' || r == ')'):
 			return "\\" + string(r)
 		}
