@@ -175,6 +175,29 @@ func wordEnd(out string, at int) int {
 	return -1 // the word may go on
 }
 
+// headingTail returns where the line that ends out[from:to] starts when
+// it is an ATX heading (trailing blank lines aside) outside any code fence
+// and something comes before it, else -1.
+func headingTail(out string, from, to int) int {
+	end := from + len(strings.TrimRight(out[from:to], " \t\n"))
+	if end <= from {
+		return -1
+	}
+	start := from + strings.LastIndexByte(out[from:end], '\n') + 1
+	if start == from || fenceAt(out, start) != "" {
+		return -1
+	}
+	line := strings.TrimLeft(out[start:end], " ")
+	if end-start-len(line) > 3 {
+		return -1 // indented four or more: code, not a heading
+	}
+	level := len(line) - len(strings.TrimLeft(line, "#"))
+	if level < 1 || level > 6 || len(line) > level && line[level] != ' ' && line[level] != '\t' {
+		return -1
+	}
+	return start
+}
+
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
 
 // fenceAt returns the opening line of the code fence out[at] is inside of

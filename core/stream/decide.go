@@ -167,6 +167,14 @@ func (r *reply) dialect(c *settings) render.Dialect {
 // frame composes and splits the group's text.
 func (r *reply) frame(c *settings, v *view) frame {
 	md, final, to := compose(v, c.opts.ShowThinking, r.win)
+	if cut := headingTail(v.output, r.win.from, to); final == nil && cut >= 0 {
+		// A heading the agent has just written waits for its block: a
+		// frame that ends with it would let the message that shows it
+		// be kept as shown, the heading parted from what it heads.
+		if held, _, _ := compose(v, c.opts.ShowThinking, window{from: r.win.from, to: cut, lead: r.win.lead}); held != "" {
+			md, to = held, cut
+		}
+	}
 	f := frame{final: final, to: to}
 	if md != "" {
 		f.want = render.Split(md, r.dialect(c), r.maxText)

@@ -584,3 +584,27 @@ func TestPieceEnd(t *testing.T) {
 		t.Errorf("piece %q with the notice ends at %d (length %d), want unknown (0, 0)", f.want[last], to, n)
 	}
 }
+
+// TestHeadingTail: an interim frame holds back a heading that ends the
+// output until its block starts, so a message kept as shown never ends
+// with a heading (issue 15).
+func TestHeadingTail(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		from int
+		want int
+	}{
+		{"text\n\n## Part 2\n\n", 0, 6},
+		{"text\n\n## Part 2", 0, 6},
+		{"text\n\n## Part 2\n\nmore", 0, -1},
+		{"## Part 2\n", 0, -1},          // nothing before it
+		{"text\n\n#hashtag\n", 0, -1},   // not a heading
+		{"text\n\n    # code\n", 0, -1}, // indented code
+		{"```\n# comment\n", 0, -1},     // inside a fence
+		{"a\n\nb\n\n# H\n", 3, 6},
+	} {
+		if got := headingTail(tc.out, tc.from, len(tc.out)); got != tc.want {
+			t.Errorf("headingTail(%q, %d) = %d, want %d", tc.out, tc.from, got, tc.want)
+		}
+	}
+}

@@ -595,3 +595,37 @@ func TestBurstKeepsMessagesAsShown(t *testing.T) {
 		assertKeptAsShown(t, p, "w%03d", n)
 	})
 }
+
+// TestHeadingStaysWithItsBlock: a heading the agent has just written is
+// not shown until its block starts, so when the reply then outgrows the
+// message, the message kept as shown does not end with the heading
+// (issue 15: a heading alone at a message's end, parted from its block).
+func TestHeadingStaysWithItsBlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := platformtest.New("fake", core.Limits{MaxText: 300, EditInterval: time.Second, Dialect: render.DiscordMarkdown})
+		s := stream.Start(t.Context(), p, conv, stream.Options{})
+		var b strings.Builder
+		for i := range 50 {
+			fmt.Fprintf(&b, "w%03d ", i)
+		}
+		s.Partial(stream.RoleOutput, b.String()+"\n\n## Part 2\n\n")
+		time.Sleep(2 * time.Second) // a frame goes out
+		b.Reset()
+		for i := 50; i < 110; i++ {
+			fmt.Fprintf(&b, "w%03d ", i)
+		}
+		s.Partial(stream.RoleOutput, b.String())
+		if err := s.Finish(stream.Final{}); err != nil {
+			t.Fatal(err)
+		}
+		texts := p.Texts(conv)
+		for i, text := range texts {
+			if strings.HasSuffix(strings.TrimSpace(text), "Part 2") {
+				t.Errorf("message %d of %d ends with the heading: %q", i+1, len(texts), texts)
+			}
+		}
+		if all := strings.Join(texts, "\n"); strings.Count(all, "## Part 2") != 1 || !strings.Contains(all, "w109") {
+			t.Errorf("messages %q; want the heading once and every word", texts)
+		}
+	})
+}
