@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -53,17 +54,22 @@ type servedDiscord struct {
 
 func startServeDiscord(t *testing.T, fake *discordtest.Server, store string, extra string) *servedDiscord {
 	t.Helper()
+	return startServeDiscordProfiles(t, fake, store, "profiles: {demo: builtin:demo}\ndefault_profile: demo\n", extra)
+}
+
+// startServeDiscordProfiles is startServeDiscord with the config's
+// profiles and default_profile lines given.
+func startServeDiscordProfiles(t *testing.T, fake *discordtest.Server, store, profiles, extra string) *servedDiscord {
+	t.Helper()
 	cfg := writeConfig(t, fmt.Sprintf(`store: %s
-profiles: {demo: builtin:demo}
-default_profile: demo
-presenter: {placeholder_delay: 0s}
+%spresenter: {placeholder_delay: 0s}
 discord:
   enabled: true
   token: ${AGENTBRIDGE_TEST_DISCORD_TOKEN}
   api_url: %s
   session_scope: thread
   allow_users: ["111"]
-%s`, store, fake.URL, extra))
+%s`, store, profiles, fake.URL, extra))
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &servedDiscord{t: t, cancel: cancel, done: make(chan error, 1), stderr: newSyncBuffer()}
 	go func() { s.done <- run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, s.stderr) }()
@@ -280,6 +286,70 @@ func TestServeDiscordSlashCommands(t *testing.T) {
 	for _, secret := range []string{discordTestToken, "itok-serve"} {
 		if strings.Contains(stderr.String(), secret) {
 			t.Errorf("%q appeared in serve's logs:\n%s", secret, stderr.String())
+		}
+	}
+}
+
+// TestServeDiscordWatchedStreams: three channels stream long answers at
+// once through serve against the fake's per-route buckets (5 per 5 s);
+// every state of the fake is observed and the replies checked as a user
+// reads them (serve_watch_test.go).
+func TestServeDiscordWatchedStreams(t *testing.T) {
+	t.Setenv("AGENTBRIDGE_TEST_DISCORD_TOKEN", discordTestToken)
+	fake := discordtest.NewServer(discordTestToken)
+	defer fake.Close()
+	channels := []string{"C1", "C2", "C3"}
+	for _, c := range channels {
+		fake.AddChannel(discordtest.Channel{ID: c, Type: 0, GuildID: "G1"})
+	}
+	store := filepath.Join(t.TempDir(), "bridge.db")
+	s := startServeDiscordProfiles(t, fake, store, fmt.Sprintf("profiles: {watch: %s}\ndefault_profile: watch\n", writeProfile(t, "watch", "")), "")
+	waitDiscord(t, fake, "gateway", fake.Connected)
+
+	// About 5,000 characters each: three messages under Discord's 2,000.
+	var ws []*watcher
+	for i, c := range channels {
+		spec := watchSpec{string(rune('m' + i)), 150, 32, 25 * time.Millisecond}
+		ws = append(ws, newWatcher(spec))
+		fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate(fmt.Sprintf("MW%d", i), c, "G1", discordAlice, spec.message(), true))
+	}
+	replies := func() [][]string {
+		out := make([][]string, len(channels))
+		for i, c := range channels {
+			out[i] = fake.Contents(c)
+		}
+		return out
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if !fake.Wait(ctx, func() bool { v := replies(); return watchAll(ws, v, v) }) {
+		t.Fatalf("the replies did not complete: %q\n%s", replies(), s.stderr.String())
+	}
+	if err := s.stop(); err != nil {
+		t.Fatalf("serve = %v", err)
+	}
+	final := replies()
+	watchAll(ws, final, final)
+	for i, w := range ws {
+		w.check(t, final[i], 2000)
+		// allowed_mentions alone stops pings: the text stays as written.
+		for _, m := range watchMentions {
+			if !strings.Contains(strings.Join(final[i], "\n"), m+" ") {
+				t.Errorf("%s: mention %q changed; want it as written", w.spec.prefix, m)
+			}
+		}
+		t.Logf("%s: %d observations, %d messages, lengths %v", w.spec.prefix, w.obs, len(final[i]), runeLens(final[i]))
+		if os.Getenv("WATCH_DUMP") != "" {
+			t.Logf("%q", final[i])
+		}
+	}
+	for _, c := range fake.Calls() {
+		if (c.Method == "POST" || c.Method == "PATCH") && strings.Contains(c.Path, "/messages") &&
+			!strings.Contains(c.Body, `"allowed_mentions":{"parse":[]`) {
+			t.Errorf("%s %s without allowed_mentions none: %s", c.Method, c.Path, c.Body)
+		}
+		if c.Status == 429 {
+			t.Errorf("%s %s at %s was answered 429", c.Method, c.Path, c.At.Format("15:04:05.000"))
 		}
 	}
 }

@@ -188,14 +188,14 @@ slack:
 	// Every change the fake records is observed, under its lock.
 	wait("every reply complete", func(s *slacktest.State) bool {
 		_, visible := replies(s.Messages())
-		return watchAll(ws, visible)
+		return watchAll(ws, visible, visible)
 	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve = %v\n%s", err, stderr.String())
 	}
 	raw, visible := replies(fake.Messages())
-	watchAll(ws, visible)
+	watchAll(ws, visible, visible)
 	for i, w := range ws {
 		w.check(t, visible[i], 3800)
 		all := strings.Join(raw[i], "\n")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -234,5 +235,108 @@ telegram:
 	// manager is told not to restart on (deploy/agentbridge.service).
 	if code := exitStatus(err, io.Discard); code != exitAdaptersStopped {
 		t.Errorf("exit status %d, want %d", code, exitAdaptersStopped)
+	}
+}
+
+// TestServeTelegramWatchedStreams: two DMs (drafts) and a group (edits)
+// stream long answers at once through serve against the fake's flood
+// limits; every state of the fake is observed — a DM's visible text being
+// its messages and its latest draft, so a draft replaced by the next one
+// must already be in a message — and the replies checked as a user reads
+// them (serve_watch_test.go).
+func TestServeTelegramWatchedStreams(t *testing.T) {
+	const token = "987654:WATCH-SECRET"
+	t.Setenv("AGENTBRIDGE_TEST_TG_TOKEN", token)
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`store: %s
+profiles: {watch: %s}
+default_profile: watch
+presenter: {placeholder_delay: 0s}
+telegram:
+  enabled: true
+  token: ${AGENTBRIDGE_TEST_TG_TOKEN}
+  api_url: %s
+  allow_users: ["1001", "1002"]
+`, filepath.Join(t.TempDir(), "bridge.db"), writeProfile(t, "watch", ""), fake.URL))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr tgLogBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, nil, &bytes.Buffer{}, &stderr) }()
+
+	// About 10,000 characters each: three messages under Telegram's 4,096.
+	chats := []int64{1001, 1002, -100777}
+	var ws []*watcher
+	for i, chat := range chats {
+		spec := watchSpec{string(rune('m' + i)), 150, 65, 25 * time.Millisecond}
+		ws = append(ws, newWatcher(spec))
+		switch {
+		case chat > 0:
+			fake.Push(telegramtest.PrivateMessage(1, telegramtest.User(chat, "U", ""), spec.message()))
+		default:
+			fake.Push(telegramtest.GroupMessage(chat, 5, 0, telegramtest.User(1001, "Alice", "alice"), "@"+telegramtest.BotUsername+" "+spec.message()))
+		}
+	}
+	replies := func(withDrafts bool) [][]string {
+		out := make([][]string, len(chats))
+		drafts := map[string]string{}
+		if withDrafts {
+			for _, c := range fake.Calls("sendMessageDraft") {
+				if c.Fault == nil {
+					drafts[c.Form.Get("chat_id")] = c.Form.Get("text")
+				}
+			}
+		}
+		for i, chat := range chats {
+			for _, m := range fake.Messages(chat) {
+				out[i] = append(out[i], telegramVisible(m.Text))
+			}
+			if d, ok := drafts[fmt.Sprint(chat)]; ok {
+				out[i] = append(out[i], telegramVisible(d))
+			}
+		}
+		return out
+	}
+	timeout := time.After(60 * time.Second)
+	for {
+		ch := fake.Changed()
+		if watchAll(ws, replies(true), replies(false)) {
+			break
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("the replies did not complete: %q\n%s", replies(false), stderr.String())
+		case err := <-done:
+			t.Fatalf("serve returned early: %v\n%s", err, stderr.String())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve = %v\n%s", err, stderr.String())
+	}
+	final := replies(false)
+	watchAll(ws, replies(true), final)
+	for i, w := range ws {
+		w.check(t, final[i], 4096)
+		// Telegram has no mass mentions: the text stays as written.
+		for _, m := range watchMentions {
+			if !strings.Contains(strings.Join(final[i], "\n"), m+" ") {
+				t.Errorf("%s: mention %q changed; want it as written", w.spec.prefix, m)
+			}
+		}
+		t.Logf("%s: %d observations, %d messages, lengths %v", w.spec.prefix, w.obs, len(final[i]), runeLens(final[i]))
+		if os.Getenv("WATCH_DUMP") != "" {
+			t.Logf("%q", final[i])
+		}
+	}
+	if len(fake.Calls("sendMessageDraft")) == 0 {
+		t.Error("no sendMessageDraft calls: the DMs did not stream as drafts")
+	}
+	for _, c := range fake.Calls() {
+		if c.Fault != nil && c.Fault.Code == 429 {
+			t.Errorf("%s to %s at %s was answered 429", c.Method, c.Form.Get("chat_id"), c.At.Format("15:04:05.000"))
+		}
 	}
 }

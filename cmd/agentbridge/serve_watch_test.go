@@ -188,12 +188,13 @@ func (w *watcher) check(t *testing.T, visible []string, limit int) {
 }
 
 // watchAll has each watcher observe its conversation's visible texts and
-// reports whether every reply is complete.
-func watchAll(ws []*watcher, visible [][]string) bool {
+// reports whether every reply's messages (visible but drafts) are
+// complete.
+func watchAll(ws []*watcher, visible, messages [][]string) bool {
 	done := true
 	for i, w := range ws {
 		w.observe(visible[i])
-		done = w.complete(visible[i]) && done
+		done = w.complete(messages[i]) && done
 	}
 	return done
 }
