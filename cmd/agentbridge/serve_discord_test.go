@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -339,9 +338,6 @@ func TestServeDiscordWatchedStreams(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d observations, %d messages, lengths %v", w.spec.prefix, w.obs, len(final[i]), runeLens(final[i]))
-		if os.Getenv("WATCH_DUMP") != "" {
-			t.Logf("%q", final[i])
-		}
 	}
 	for _, c := range fake.Calls() {
 		if (c.Method == "POST" || c.Method == "PATCH") && strings.Contains(c.Path, "/messages") &&

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -327,9 +326,6 @@ telegram:
 			}
 		}
 		t.Logf("%s: %d observations, %d messages, lengths %v", w.spec.prefix, w.obs, len(final[i]), runeLens(final[i]))
-		if os.Getenv("WATCH_DUMP") != "" {
-			t.Logf("%q", final[i])
-		}
 	}
 	if len(fake.Calls("sendMessageDraft")) == 0 {
 		t.Error("no sendMessageDraft calls: the DMs did not stream as drafts")

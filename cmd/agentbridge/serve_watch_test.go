@@ -142,16 +142,24 @@ func (w *watcher) complete(texts []string) bool {
 	return strings.Contains(all, w.spec.done()) && len(w.re.FindAllString(all, -1)) == w.spec.n
 }
 
-// check asserts on the reply's final messages, as the user reads them
-// (visible: the platform's text with its markup taken off): nothing
-// vanished on the way, every marker once and in order, no message under
-// limit/8 characters, no message ending with a heading, the code block's
-// lines indented, the URL unchanged.
+// check fails t with the problems of the reply's final messages.
 func (w *watcher) check(t *testing.T, visible []string, limit int) {
 	t.Helper()
+	for _, p := range w.problems(visible, limit) {
+		t.Errorf("%s: %s", w.spec.prefix, p)
+	}
+}
+
+// problems judges the reply's final messages as the user reads them
+// (visible: the platform's text with its markup taken off): nothing
+// vanished on the way, every marker once and in order, the reply split, no
+// message under limit/8 characters, no message but the last ending with a
+// heading, the code block's lines indented, the URL unchanged.
+func (w *watcher) problems(visible []string, limit int) []string {
+	var out []string
 	s := w.spec
 	if len(w.vanished) > 0 {
-		t.Errorf("%s: text the user saw vanished (%d observations): %s", s.prefix, w.obs, strings.Join(w.vanished, "; "))
+		out = append(out, fmt.Sprintf("text the user saw vanished (%d observations): %s", w.obs, strings.Join(w.vanished, "; ")))
 	}
 	all := strings.Join(visible, "\n")
 	got := w.re.FindAllString(all, -1)
@@ -160,31 +168,32 @@ func (w *watcher) check(t *testing.T, visible []string, limit int) {
 		want = append(want, s.marker(i))
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("%s: markers across the reply's %d messages are %d, want %d exactly once in order; got %v", s.prefix, len(visible), len(got), s.n, got)
+		out = append(out, fmt.Sprintf("markers across the reply's %d messages are %d, want %d exactly once in order; got %v", len(visible), len(got), s.n, got))
 	}
 	if !strings.Contains(all, s.done()) {
-		t.Errorf("%s: the final text %q never arrived", s.prefix, s.done())
+		out = append(out, fmt.Sprintf("the final text %q never arrived", s.done()))
 	}
 	if len(visible) < 2 {
-		t.Errorf("%s: the reply is %d message(s); want it split (the test's answer is too short for the limit %d)", s.prefix, len(visible), limit)
+		out = append(out, fmt.Sprintf("the reply is %d message(s); want it split (the test's answer is too short for the limit %d)", len(visible), limit))
 	}
 	for i, v := range visible {
 		if n := utf8.RuneCountInString(strings.TrimSpace(v)); n < limit/8 {
-			t.Errorf("%s: message %d of %d is near-empty: %d characters (limit %d): %q", s.prefix, i+1, len(visible), n, limit, v)
+			out = append(out, fmt.Sprintf("message %d of %d is near-empty: %d characters (limit %d): %q", i+1, len(visible), n, limit, v))
 		}
 		lines := strings.Split(strings.TrimSpace(v), "\n")
 		if last := lines[len(lines)-1]; i < len(visible)-1 && strings.Contains(last, "Part ") {
-			t.Errorf("%s: message %d ends with a heading %q, parted from its block", s.prefix, i+1, last)
+			out = append(out, fmt.Sprintf("message %d ends with a heading %q, parted from its block", i+1, last))
 		}
 	}
 	for i := 1; i <= s.n; i++ {
 		if s.inCode(i) && !strings.Contains(all, "    "+s.marker(i)+" = step(") {
-			t.Errorf("%s: code line %s lost its indentation", s.prefix, s.marker(i))
+			out = append(out, fmt.Sprintf("code line %s lost its indentation", s.marker(i)))
 		}
 	}
 	if !strings.Contains(all, watchURL) {
-		t.Errorf("%s: the bare URL %s did not arrive unchanged", s.prefix, watchURL)
+		out = append(out, fmt.Sprintf("the bare URL %s did not arrive unchanged", watchURL))
 	}
+	return out
 }
 
 // watchAll has each watcher observe its conversation's visible texts and
@@ -221,4 +230,35 @@ func runeLens(texts []string) []int {
 		out = append(out, utf8.RuneCountInString(s))
 	}
 	return out
+}
+
+// TestWatcher: the watcher itself fails where it must — a marker shown and
+// then gone for one observation, a marker twice, a near-empty message, a
+// message ending with a heading, a lost indentation, a changed URL.
+func TestWatcher(t *testing.T) {
+	s := watchSpec{prefix: "m", n: 3} // m002 is the code line
+	w := newWatcher(s)
+	w.observe([]string{"m001 m002"})
+	w.observe([]string{"m001"}) // m002 vanished while the reply was edited
+	w.observe([]string{"m001 m002 m003"})
+	if len(w.vanished) != 1 || !strings.HasPrefix(w.vanished[0], "m002 ") {
+		t.Errorf("vanished = %q, want m002 once", w.vanished)
+	}
+	first, code := "m001 "+watchURL+" and words", "    m002 = step(2)"
+	good := []string{first, "Part 2\n\n" + code + " m003 " + s.done()}
+	if p := newWatcher(s).problems(good, 80); len(p) != 0 {
+		t.Errorf("a good reply has problems: %q", p)
+	}
+	for name, texts := range map[string][]string{
+		"twice":       {first + " m002", code + " m003 " + s.done()},
+		"near-empty":  {first + "\n" + code + " m003 " + s.done(), "m"},
+		"heading":     {first + "\n\nPart 2", code + " m003 " + s.done()},
+		"indentation": {first, "m002 = step(2) m003 " + s.done()},
+		"url":         {"m001 https://example.com/my\\_repo_(x)?a=1&b=2 words", code + " m003 " + s.done()},
+		"unsplit":     {first + "\n" + code + " m003 " + s.done()},
+	} {
+		if p := newWatcher(s).problems(texts, 80); len(p) != 1 {
+			t.Errorf("%s: problems %q, want one", name, p)
+		}
+	}
 }
