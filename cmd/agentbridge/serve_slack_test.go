@@ -128,13 +128,32 @@ slack:
 }
 
 // TestServeSlackWatchedStreams: three threads stream long answers at once
-// through serve's default path (post and edit under the workspace's
-// chat.update budget, the fake enforcing Tier 3's 50 a minute); every state
-// of the fake is observed and the replies checked as a user reads them
-// (serve_watch_test.go).
+// through serve, every state of the fake observed and the replies checked
+// as a user reads them (serve_watch_test.go). The fake enforces Tier 3's
+// 50 chat.update calls a minute and Tier 4's 100 appends. serve's default
+// path is post and edit, split under 3,800 characters; with
+// native_streaming each reply is one streamed message (Markdown), and a
+// stream Slack breaks midway goes on as posts and edits.
 func TestServeSlackWatchedStreams(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		native bool
+		fail   *slacktest.Failure // for chat.appendStream
+	}{
+		{"post and edit (default)", false, nil},
+		{"native streaming", true, nil},
+		{"native stream breaks", true, &slacktest.Failure{Error: "internal_error", Skip: 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { serveSlackWatched(t, tc.native, tc.fail) })
+	}
+}
+
+func serveSlackWatched(t *testing.T, native bool, fail *slacktest.Failure) {
 	fake := slacktest.NewServer(slacktest.Options{UpdateLimit: 50, AppendLimit: 100})
 	defer fake.Close()
+	if fail != nil {
+		fake.Fail("chat.appendStream", *fail)
+	}
 	t.Setenv("TEST_SLACK_BOT_TOKEN", fake.Options().BotToken)
 	t.Setenv("TEST_SLACK_APP_TOKEN", fake.Options().AppToken)
 	dir := t.TempDir()
@@ -148,7 +167,8 @@ slack:
   bot_token: ${TEST_SLACK_BOT_TOKEN}
   app_token: ${TEST_SLACK_APP_TOKEN}
   allow_users: [U1]
-`, filepath.Join(dir, "bridge.db"), writeProfile(t, "watch", ""), fake.APIURL()))
+  native_streaming: %t
+`, filepath.Join(dir, "bridge.db"), writeProfile(t, "watch", ""), fake.APIURL(), native))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stderr := &lockedBuffer{}
@@ -196,8 +216,15 @@ slack:
 	}
 	raw, visible := replies(fake.Messages())
 	watchAll(ws, visible, visible)
+	fellBack := 0
 	for i, w := range ws {
-		w.check(t, visible[i], 3800)
+		limit := 3800
+		if native && len(visible[i]) == 1 {
+			limit = 0 // one streamed message: nothing split
+		} else if native {
+			fellBack++
+		}
+		w.check(t, visible[i], limit)
 		all := strings.Join(raw[i], "\n")
 		// Slack pings only through <!…>: that form is defused, the bare
 		// words stay as written.
@@ -208,8 +235,11 @@ slack:
 			t.Errorf("%s: @everyone @here changed; want them as written", w.spec.prefix)
 		}
 	}
-	if n := len(fake.Calls("chat.startStream")); n != 0 {
-		t.Errorf("%d chat.startStream calls; serve's default is post and edit", n)
+	if fail != nil && fellBack == 0 {
+		t.Errorf("no reply went on as posts after its stream broke")
+	}
+	if n := len(fake.Calls("chat.startStream")); native != (n > 0) {
+		t.Errorf("%d chat.startStream calls with native_streaming %t", n, native)
 	}
 	for _, c := range fake.Calls() {
 		if c.Status == 429 || c.Error == "ratelimited" {
@@ -219,5 +249,6 @@ slack:
 	for i, w := range ws {
 		t.Logf("%s: %d observations, %d messages, lengths %v", w.spec.prefix, w.obs, len(visible[i]), runeLens(visible[i]))
 	}
-	t.Logf("%d chat.update, %d chat.postMessage calls", len(fake.Calls("chat.update")), len(fake.Calls("chat.postMessage")))
+	t.Logf("%d chat.update, %d chat.postMessage, %d chat.appendStream calls", len(fake.Calls("chat.update")),
+		len(fake.Calls("chat.postMessage")), len(fake.Calls("chat.appendStream")))
 }

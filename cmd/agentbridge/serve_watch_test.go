@@ -152,9 +152,10 @@ func (w *watcher) check(t *testing.T, visible []string, limit int) {
 
 // problems judges the reply's final messages as the user reads them
 // (visible: the platform's text with its markup taken off): nothing
-// vanished on the way, every marker once and in order, the reply split, no
-// message under limit/8 characters, no message but the last ending with a
-// heading, the code block's lines indented, the URL unchanged.
+// vanished on the way, every marker once and in order, the code block's
+// lines indented, the URL unchanged, and, unless limit is 0 (a reply in
+// one message), the reply split, no message under limit/8 characters, no
+// message but the last ending with a heading.
 func (w *watcher) problems(visible []string, limit int) []string {
 	var out []string
 	s := w.spec
@@ -173,6 +174,17 @@ func (w *watcher) problems(visible []string, limit int) []string {
 	if !strings.Contains(all, s.done()) {
 		out = append(out, fmt.Sprintf("the final text %q never arrived", s.done()))
 	}
+	for i := 1; i <= s.n; i++ {
+		if s.inCode(i) && !strings.Contains(all, "    "+s.marker(i)+" = step(") {
+			out = append(out, fmt.Sprintf("code line %s lost its indentation", s.marker(i)))
+		}
+	}
+	if !strings.Contains(all, watchURL) {
+		out = append(out, fmt.Sprintf("the bare URL %s did not arrive unchanged", watchURL))
+	}
+	if limit == 0 {
+		return out // one message, not split: no more to judge
+	}
 	if len(visible) < 2 {
 		out = append(out, fmt.Sprintf("the reply is %d message(s); want it split (the test's answer is too short for the limit %d)", len(visible), limit))
 	}
@@ -184,14 +196,6 @@ func (w *watcher) problems(visible []string, limit int) []string {
 		if last := lines[len(lines)-1]; i < len(visible)-1 && strings.Contains(last, "Part ") {
 			out = append(out, fmt.Sprintf("message %d ends with a heading %q, parted from its block", i+1, last))
 		}
-	}
-	for i := 1; i <= s.n; i++ {
-		if s.inCode(i) && !strings.Contains(all, "    "+s.marker(i)+" = step(") {
-			out = append(out, fmt.Sprintf("code line %s lost its indentation", s.marker(i)))
-		}
-	}
-	if !strings.Contains(all, watchURL) {
-		out = append(out, fmt.Sprintf("the bare URL %s did not arrive unchanged", watchURL))
 	}
 	return out
 }
