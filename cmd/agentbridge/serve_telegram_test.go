@@ -330,6 +330,19 @@ telegram:
 	if len(fake.Calls("sendMessageDraft")) == 0 {
 		t.Error("no sendMessageDraft calls: the DMs did not stream as drafts")
 	}
+	// A full piece's text is final: it becomes a real message in one call,
+	// not a draft update the message then repeats (a call of the chat's
+	// budget the final text then waits for).
+	lastDraft := map[string]string{}
+	for _, c := range fake.Calls("sendMessageDraft", "sendMessage") {
+		chat, text := c.Form.Get("chat_id"), c.Form.Get("text")
+		switch {
+		case c.Method == "sendMessageDraft":
+			lastDraft[chat] = text
+		case text == lastDraft[chat] && !strings.Contains(text, "Done "):
+			t.Errorf("chat %s: a full piece went as a draft update and then as the message (%d characters)", chat, len(text))
+		}
+	}
 	for _, c := range fake.Calls() {
 		if c.Fault != nil && c.Fault.Code == 429 {
 			t.Errorf("%s to %s at %s was answered 429", c.Method, c.Form.Get("chat_id"), c.At.Format("15:04:05.000"))
