@@ -115,6 +115,11 @@ type Post struct {
 	// core/pace), and a Telegram draft becomes a real message only with
 	// text that is not interim.
 	Interim bool
+	// Full marks interim text that fills its message while the reply goes
+	// on in the next one: this message's text is final, though the reply
+	// is not (it keeps its place in the budget as an interim frame). A
+	// Telegram draft showing it becomes a real message with this call.
+	Full bool
 }
 
 // MessageRef names a message the bridge sent, for later edits.

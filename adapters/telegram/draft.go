@@ -46,7 +46,7 @@ const draftMemory = time.Hour
 // text (a streamed reply's frame) without buttons in a private chat. Plain posts are the bridge's notices
 // (and the placeholder), which should appear at once as real messages.
 func (a *Adapter) useDraft(chat int64, p core.Post) bool {
-	return a.opts.Drafts && !a.noDrafts.Load() && chat > 0 && len(p.Buttons) == 0 && !p.Plain && p.Interim
+	return a.opts.Drafts && !a.noDrafts.Load() && chat > 0 && len(p.Buttons) == 0 && !p.Plain && p.Interim && !p.Full
 }
 
 // sendDraft starts a draft. It reports ok=false when the server does not
@@ -189,9 +189,10 @@ func (a *Adapter) editDraft(ctx context.Context, ref core.MessageRef, p core.Pos
 		return core.ErrNotFound
 	case d.real != "":
 		return a.editMessage(ctx, core.MessageRef{Conv: ref.Conv, ID: d.real}, p)
-	case len(p.Buttons) > 0 || !p.Interim:
+	case len(p.Buttons) > 0 || !p.Interim || p.Full:
 		// Buttons need a real message; so does text nothing will replace
-		// (a reply's final text), which then goes at once.
+		// (a reply's final text, or a full piece of a long one), which
+		// then goes at once.
 		a.mu.Lock()
 		d.post = p
 		a.mu.Unlock()

@@ -76,8 +76,7 @@ type action struct {
 	// write:
 	idx         int       // the group's message
 	send        bool      // a new message (else an edit of sent[idx])
-	post        core.Post // what it shows; Interim unless its text is final (a full piece, or the final text)
-	final       bool      // it carries the reply's final text: it skips the cadence
+	post        core.Post // what it shows; Interim unless it carries the final text
 	placeholder bool      // it shows only the placeholder
 	// to: the output offset the post shows up to, in a piece pieceLen
 	// long (without the quiet line), when it goes to the group's last
@@ -265,13 +264,12 @@ func (r *reply) firstDiff(want []string) int {
 
 // writePiece is the write of piece idx of f.
 func (r *reply) writePiece(c *settings, v *view, idx int, f *frame) action {
-	// A piece with more after it is full and its text final (freeze
-	// keeps it as shown): it is not interim, so it goes before interim
-	// frames and a Telegram draft showing it becomes a real message with
-	// this one call, not a draft update and then the message. It still
-	// keeps the cadence: more of the reply follows it.
-	a := action{kind: write, idx: idx, send: idx >= len(r.sent), final: f.final != nil,
-		post: core.Post{Text: f.want[idx], Plain: r.plain, Interim: f.final == nil && idx == len(f.want)-1}}
+	// A piece with more after it is full, its text final (freeze keeps
+	// it as shown): a Telegram draft showing it becomes a real message
+	// with this one call, not a draft update and then the message.
+	a := action{kind: write, idx: idx, send: idx >= len(r.sent),
+		post: core.Post{Text: f.want[idx], Plain: r.plain, Interim: f.final == nil,
+			Full: f.final == nil && idx < len(f.want)-1}}
 	if a.send && len(r.sent) == 0 && !r.replied {
 		a.post.ReplyTo = c.opts.ReplyTo
 	}

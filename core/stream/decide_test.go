@@ -105,6 +105,9 @@ func describe(a action) string {
 		if a.post.Interim {
 			b.WriteString(" interim")
 		}
+		if a.post.Full {
+			b.WriteString(" full")
+		}
 		if a.placeholder {
 			b.WriteString(" placeholder")
 		}
@@ -550,8 +553,8 @@ func TestDecideBurstKeepsWhatWasShown(t *testing.T) {
 	p.settle(t, streaming(a34, at(0)))
 	burst := a34 + " aaaa\n\nbbbb bbbb\n\n" + d35
 	got := describeAll(p.settle(t, streaming(burst, at(time.Second))))
-	// The full pieces' text is final: only the last piece is interim.
-	want := `edit #0 "` + a34 + ` aaaa"; send #1 "bbbb bbbb" finalize m1; send #2 "` + d35 + `" interim finalize m2; idle until +21s`
+	// The full pieces' text is final: every piece but the last is full.
+	want := `edit #0 "` + a34 + ` aaaa" interim full; send #1 "bbbb bbbb" interim full finalize m1; send #2 "` + d35 + `" interim finalize m2; idle until +21s`
 	if got != want {
 		t.Errorf("burst: %s\nwant   %s", got, want)
 	}

@@ -250,8 +250,8 @@ func (s *Presenter) loop(ctx context.Context) error {
 
 		// Respect the cadence and any rate limit. New partials arriving
 		// meanwhile are coalesced: the text is decided anew after the wait.
-		if d := time.Until(pace.next(a.final)); d > 0 {
-			if err := s.pauseUntilFinal(ctx, d, !a.final); err != nil {
+		if d := time.Until(pace.next(!a.post.Interim)); d > 0 {
+			if err := s.pauseUntilFinal(ctx, d, a.post.Interim); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
 			continue
