@@ -113,7 +113,7 @@ type Post struct {
 	// presenter's frames before the final text): adapters' rate budgets
 	// send every other post first (a reply's final text, notices, prompts;
 	// core/pace), and a Telegram draft becomes a real message only with
-	// text that is not interim.
+	// text that is not interim (or is Full).
 	Interim bool
 	// Full marks interim text that fills its message while the reply goes
 	// on in the next one: this message's text is final, though the reply
