@@ -147,7 +147,7 @@ func newQuietTimers() *quietTimers {
 
 // armLocked (re)starts d's quiet timer. a.mu is held.
 func (a *Adapter) armLocked(d *draft) {
-	a.disarmLocked(d)
+	d.disarm()
 	q := a.quiet
 	q.busy.Add(1)
 	d.quiet = q
@@ -159,8 +159,8 @@ func (a *Adapter) armLocked(d *draft) {
 	})
 }
 
-// disarmLocked stops d's quiet timer, if it has not fired. a.mu is held.
-func (a *Adapter) disarmLocked(d *draft) {
+// disarm stops d's quiet timer, if it has not fired. a.mu is held.
+func (d *draft) disarm() {
 	if d.timer != nil && d.timer.Stop() {
 		d.quiet.busy.Done()
 	}
@@ -269,7 +269,7 @@ func (a *Adapter) finishDrafts(ctx context.Context, chat, upTo int64) {
 // falling back to plain text. d's chat is locked (lockChat).
 func (a *Adapter) finishLocked(ctx context.Context, d *draft) error {
 	a.mu.Lock()
-	a.disarmLocked(d)
+	d.disarm()
 	p := d.post
 	a.mu.Unlock()
 	// Its text is final now (nothing replaces it): it goes before
@@ -313,7 +313,7 @@ func (a *Adapter) flushDrafts() {
 	a.quiet = newQuietTimers()
 	for _, d := range a.drafts {
 		if d.quiet == q {
-			a.disarmLocked(d)
+			d.disarm()
 		}
 	}
 	a.mu.Unlock()

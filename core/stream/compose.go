@@ -200,6 +200,12 @@ func headingTail(out string, from, to int) int {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
 
+// isFence reports whether line opens or closes a code fence.
+func isFence(line string) bool {
+	trimmed := strings.TrimLeft(line, " ")
+	return strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~")
+}
+
 // fenceAt returns the opening line of the code fence out[at] is inside of
 // ("```go"), or "" outside any fence.
 func fenceAt(out string, at int) string {
@@ -211,8 +217,7 @@ func fenceAt(out string, at int) string {
 			break // the line at is in is not complete: it cannot open or close
 		}
 		line := out[pos : pos+end]
-		trimmed := strings.TrimLeft(line, " ")
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+		if isFence(line) {
 			if open == "" {
 				open = line
 			} else {
@@ -236,8 +241,7 @@ func blockCut(out string, from int) int {
 		}
 		line := out[pos : pos+end]
 		next := pos + end + 1
-		trimmed := strings.TrimLeft(line, " ")
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+		if isFence(line) {
 			fenced = !fenced
 		}
 		if !fenced && strings.TrimSpace(line) == "" && next-from > 1 {
