@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 #
-# Two images from one build (see README.md, "Deployment"):
+# Two images from one build (see docs/deployment.md):
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
 #     -t agentbridge:VERSION .                       # slim (the default target)

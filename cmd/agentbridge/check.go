@@ -42,7 +42,7 @@ func cmdCheck(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	var msgs checkMessages
 	fs.Var(&msgs, "message", "`TEXT` of the probe turns (repeatable: the first is used for every ordinary turn, each other one once more, e.g. a prompt that makes the agent ask permission); default \""+agentcheck.DefaultMessage+"\"")
 	timeout := fs.Duration("timeout", 0, "bound on each probe turn (default the profile's timeout_secs, at most "+agentcheck.DefaultTurnTimeout.String()+")")
-	asJSON := fs.Bool("json", false, "print the report as one JSON object (see README: agentbridge check)")
+	asJSON := fs.Bool("json", false, "print the report as one JSON object (see docs/check.md)")
 	// The profile comes first, flags after it: accept both orders.
 	var profile string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {

@@ -1,5 +1,5 @@
 // Command agentbridge lets people chat with command-line AI agents from Slack,
-// Discord, Telegram or a terminal. See README.md for usage.
+// Discord, Telegram or a terminal. See README.md and docs/ for usage.
 package main
 
 import (
