@@ -138,9 +138,10 @@ func parseUsage(raw json.RawMessage) *Usage {
 
 // ValidSessionID reports whether id may be used as a session id on output
 // (F-SID-1): non-empty, valid UTF-8, no path separators, no control
-// characters.
+// characters — and not "." or "..", which name directories when a profile
+// puts {{SESSION_ID}} in a path (a tightening beyond F-SID-1).
 func ValidSessionID(id string) bool {
-	if id == "" || !utf8.ValidString(id) || strings.ContainsAny(id, `/\`) {
+	if id == "" || id == "." || id == ".." || !utf8.ValidString(id) || strings.ContainsAny(id, `/\`) {
 		return false
 	}
 	for _, r := range id {

@@ -667,3 +667,31 @@ func TestStreamingRoles(t *testing.T) {
 		t.Errorf("roles (-want +got):\n%s", diff)
 	}
 }
+
+// TestDotSessionIDsRejected: "." and ".." are refused like any other invalid
+// session id — dropped with a warning, an earlier valid one kept (F-SID-1,
+// P-SID-1, P-SID-4) — since a profile with {{SESSION_ID}} in a path would
+// otherwise let the agent name the directory above.
+func TestDotSessionIDsRejected(t *testing.T) {
+	for _, id := range []string{".", ".."} {
+		for _, first := range []string{"", "s-1"} {
+			t.Run(id+"/after "+first, func(t *testing.T) {
+				t.Parallel()
+				var lines []string
+				if first != "" {
+					lines = append(lines, mustJSON(map[string]string{"type": "partial", "text": "a", "session_id": first}))
+				}
+				lines = append(lines, mustJSON(map[string]string{"type": "result", "text": "ok", "session_id": id}))
+				var logs strings.Builder
+				p := agentProfile(t, "lines", map[string]string{"AGENT_LINES": mustJSON(lines)})
+				o := run(t, context.Background(), p, Turn{Message: "m"}, Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+				if o.SessionID != first {
+					t.Errorf("session id %q, want %q", o.SessionID, first)
+				}
+				if !strings.Contains(logs.String(), "F-SID-1") {
+					t.Errorf("no F-SID-1 warning in the log:\n%s", logs.String())
+				}
+			})
+		}
+	}
+}
