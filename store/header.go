@@ -66,27 +66,28 @@ func (m boltMeta) valid() bool {
 // checkHeader inspects an existing store file before bbolt maps it, so that
 // a file bbolt would reject, panic on, or fault on (a truncated file makes
 // mmap reads beyond its end raise SIGBUS) becomes an ErrForeign or ErrCorrupt
-// error instead. A missing or empty file passes: bbolt creates it.
-func checkHeader(path string) error {
+// error instead. A missing or empty file passes: bbolt creates it. empty
+// reports a file that exists with no bytes, which Open warns about.
+func checkHeader(path string) (empty bool, err error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: not a regular file", ErrForeign)
+		return false, fmt.Errorf("%w: not a regular file", ErrForeign)
 	}
 	if fi.Size() == 0 {
-		return nil
+		return true, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
-	return checkHeaderOf(f, fi.Size())
+	return false, checkHeaderOf(f, fi.Size())
 }
 
 // checkHeaderOf does checkHeader's work on an open file of the given size.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -290,24 +291,30 @@ func TestOpenAcceptsFilesWithoutData(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, path string)
+		warns bool // a 0-byte file may be a store that lost its data: say so
 	}{
-		{"missing", func(*testing.T, string) {}},
+		{"missing", func(*testing.T, string) {}, false},
 		{"empty", func(t *testing.T, path string) {
 			if err := os.WriteFile(path, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, true},
 		// What a crash between bbolt's init and our first transaction
 		// leaves behind.
 		{"bbolt without buckets", func(t *testing.T, path string) {
 			withBolt(t, path, func(*bolt.Tx) error { return nil })
-		}},
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "agentbridge.db")
 			tt.setup(t, path)
-			s := openAt(t, path, Options{})
+			var logs bytes.Buffer
+			s := openAt(t, path, Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+			warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "empty (0 bytes)") && strings.Contains(logs.String(), path)
+			if warned != tt.warns {
+				t.Errorf("warned about an empty file: %v, want %v; log:\n%s", warned, tt.warns, logs.String())
+			}
 			if err := s.SetCursor(t.Context(), "c", "v"); err != nil {
 				t.Fatal(err)
 			}

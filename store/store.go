@@ -76,7 +76,7 @@ type Store struct {
 var _ core.Store = (*Store)(nil)
 
 // Open opens the store file at path, creating it (mode 0600) if it does not
-// exist or is empty. It waits at most opts.LockTimeout for the file lock.
+// exist or is empty (an empty file is logged as a warning). It waits at most opts.LockTimeout for the file lock.
 // On open it runs pending schema migrations, reads every page once to find
 // damage early, and prunes expired seen ids, all in one transaction.
 func Open(path string, opts Options) (*Store, error) {
@@ -89,7 +89,8 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if err := checkHeader(path); err != nil {
+	empty, err := checkHeader(path)
+	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db, err := openBolt(path, opts.LockTimeout)
@@ -104,6 +105,12 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := s.setup(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if empty {
+		// Truncated by a full disk, a bad copy or a `> file`: whatever it
+		// held (sessions, grants, cursors) is gone, and the operator should
+		// hear of it rather than find the bridge quietly forgetful.
+		s.log.Warn("store file was empty (0 bytes): starting with no sessions; restore it from a backup if it held any", "path", path)
 	}
 	return s, nil
 }

@@ -58,7 +58,14 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err := os.MkdirAll(filepath.Dir(*storePath), 0o700); err != nil {
 		return fmt.Errorf("create store directory: %w", err)
 	}
-	st, err := store.Open(*storePath, store.Options{})
+	level := slog.LevelError
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// The store's warnings (an empty file that may have lost its sessions)
+	// are shown even without -v.
+	st, err := store.Open(*storePath, store.Options{Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: min(level, slog.LevelWarn)}))})
 	if errors.Is(err, store.ErrLocked) {
 		// One store has one writer: a second chat needs a store of its own.
 		return fmt.Errorf("%w — another agentbridge chat (or serve) has it open; give this one its own with --store PATH", err)
@@ -68,11 +75,6 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer st.Close()
 
-	level := slog.LevelError
-	if *verbose {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	opts := console.Options{}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		opts.Prompt = "you> "

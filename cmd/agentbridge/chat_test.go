@@ -334,3 +334,21 @@ func TestChatSecondOnSameStore(t *testing.T) {
 	}
 	c.quit()
 }
+
+// TestChatWarnsAboutEmptyStore: a 0-byte store file (truncated by a full
+// disk or a bad copy) still opens, but the operator is told its sessions
+// are gone instead of the chat quietly starting afresh.
+func TestChatWarnsAboutEmptyStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chat.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startChat(t, t.TempDir(), "--store", path)
+	c.waitFor("Type /help", 1)
+	if out := c.output(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "store file was empty (0 bytes)") {
+		t.Errorf("no warning about the empty store file:\n%s", out)
+	}
+	c.say("hello")
+	c.waitFor("tokens", 1)
+	c.quit()
+}
