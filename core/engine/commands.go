@@ -52,136 +52,191 @@ func whoami(platform string, m core.Message) string {
 	return fmt.Sprintf("You are %s user %s%s, in chat %s.", platform, m.From.ID, name, m.Conv.Channel)
 }
 
-// command runs a bridge command; it reports false if the text should go to
-// the agent after all.
-func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, cmd, arg string) bool {
-	s := e.cfg()
-	ps := s.platform(p.Name())
-	// Commands that wait for the lane answer with the lane job's context.
-	replyIn := func(ctx context.Context, format string, args ...any) { e.say(ctx, p, m, fmt.Sprintf(format, args...)) }
-	reply := func(format string, args ...any) { replyIn(ctx, format, args...) }
-	switch cmd {
-	case "help":
-		var b strings.Builder
-		b.WriteString("Send a message and the agent answers here. Commands:\n")
-		for _, c := range core.Commands {
-			arg := ""
-			switch {
-			case c.ArgRequired:
-				arg = " " + c.Arg
-			case c.Arg != "":
-				arg = " [" + c.Arg + "]"
-			}
-			fmt.Fprintf(&b, "%s%s%s — %s\n", ps.Prefix, c.Name, arg, c.Description)
-		}
-		reply("%s", strings.TrimRight(b.String(), "\n"))
-	case "stop":
-		stopped, dropped := e.lanes.Stop(key, ErrStoppedByUser, true)
-		e.dropped(ctx, dropped, "⏹ Cancelled: /stop was sent before this message ran.")
+// commandCall is one use of a bridge command: where it was sent and its
+// argument.
+type commandCall struct {
+	p   core.Platform
+	m   core.Message
+	key core.ConversationKey
+	arg string
+}
+
+// reply answers the command in its conversation.
+func (e *Engine) reply(ctx context.Context, c commandCall, format string, args ...any) {
+	e.say(ctx, c.p, c.m, fmt.Sprintf(format, args...))
+}
+
+// commandHandler runs one bridge command.
+type commandHandler func(e *Engine, ctx context.Context, c commandCall)
+
+// commandHandlers hold each entry of core.Commands' handler, by name: the
+// table says what a command is, this says what it does.
+// TestCommandHandlers proves every entry has one and every handler an
+// entry.
+var commandHandlers = map[string]commandHandler{
+	"new":       (*Engine).cmdNew,
+	"stop":      (*Engine).cmdStop,
+	"status":    (*Engine).cmdStatus,
+	"agent":     (*Engine).cmdAgent,
+	"session":   (*Engine).cmdSession,
+	"sessions":  (*Engine).cmdSessions,
+	"forget":    (*Engine).cmdForget,
+	"schedules": (*Engine).cmdSchedules,
+	"usage":     (*Engine).cmdUsage,
+	"help":      (*Engine).cmdHelp,
+	"whoami":    (*Engine).cmdWhoami,
+}
+
+// command runs the bridge command cmd. A message parseCommand took for a
+// command is the command's: it never goes on to the agent.
+func (e *Engine) command(ctx context.Context, p core.Platform, m core.Message, key core.ConversationKey, cmd core.Command, arg string) {
+	h, ok := commandHandlers[cmd.Name]
+	if !ok {
+		// TestCommandHandlers rules this out.
+		e.log.ErrorContext(ctx, "bridge command has no handler", "command", cmd.Name)
+		return
+	}
+	h(e, ctx, commandCall{p: p, m: m, key: key, arg: arg})
+}
+
+func (e *Engine) cmdHelp(ctx context.Context, c commandCall) {
+	prefix := e.cfg().platform(c.p.Name()).Prefix
+	var b strings.Builder
+	b.WriteString("Send a message and the agent answers here. Commands:\n")
+	for _, cmd := range core.Commands {
+		arg := ""
 		switch {
-		case stopped && len(dropped) > 0:
-			reply("⏹ Stopping the running turn; also cancelled %d queued message(s).", len(dropped))
-		case stopped:
-			// The turn's own reply says "Stopped." once the agent is gone.
-		case len(dropped) > 0:
-			reply("⏹ Cancelled %d queued message(s).", len(dropped))
-		default:
-			reply("Nothing is running.")
+		case cmd.ArgRequired:
+			arg = " " + cmd.Arg
+		case cmd.Arg != "":
+			arg = " [" + cmd.Arg + "]"
 		}
-	case "new":
-		e.onLane(ctx, p, m, key, func(ctx context.Context) {
-			reply := func(format string, args ...any) { replyIn(ctx, format, args...) }
-			name, _, err := e.session(ctx, key)
-			if err == nil {
-				err = e.store.ResetSession(ctx, key, name)
-			}
-			if err != nil {
-				e.log.ErrorContext(ctx, "reset session failed", "conv", m.Conv, "err", err)
-				reply("⚠️ Could not reset the session (storage error).")
-				return
-			}
-			reply("🆕 Fresh session started (session %q). The agent will not remember earlier messages.", name)
-		})
-	case "session":
-		if arg == "" {
-			name, _, err := e.session(ctx, key)
-			if err != nil {
-				reply("⚠️ Could not read the session (storage error).")
-				return true
-			}
-			reply("Active session: %s. Switch with %ssession NAME.", name, ps.Prefix)
-			return true
-		}
-		if !sessionName().MatchString(arg) {
-			reply("Session names are 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit.")
-			return true
-		}
-		e.onLane(ctx, p, m, key, func(ctx context.Context) {
-			reply := func(format string, args ...any) { replyIn(ctx, format, args...) }
-			_, exists, err := e.store.Session(ctx, key, arg)
-			if err == nil {
-				err = e.store.SetActiveSession(ctx, key, arg)
-			}
-			switch {
-			case err != nil:
-				reply("⚠️ Could not switch sessions (storage error).")
-			case exists:
-				reply("Switched to session %s.", arg)
-			default:
-				reply("Switched to new session %s.", arg)
-			}
-		})
-	case "sessions":
-		active, _, err := e.session(ctx, key)
-		var list []core.Session
+		fmt.Fprintf(&b, "%s%s%s — %s\n", prefix, cmd.Name, arg, cmd.Description)
+	}
+	e.reply(ctx, c, "%s", strings.TrimRight(b.String(), "\n"))
+}
+
+func (e *Engine) cmdStop(ctx context.Context, c commandCall) {
+	stopped, dropped := e.lanes.Stop(c.key, ErrStoppedByUser, true)
+	e.dropped(ctx, dropped, "⏹ Cancelled: /stop was sent before this message ran.")
+	switch {
+	case stopped && len(dropped) > 0:
+		e.reply(ctx, c, "⏹ Stopping the running turn; also cancelled %d queued message(s).", len(dropped))
+	case stopped:
+		// The turn's own reply says "Stopped." once the agent is gone.
+	case len(dropped) > 0:
+		e.reply(ctx, c, "⏹ Cancelled %d queued message(s).", len(dropped))
+	default:
+		e.reply(ctx, c, "Nothing is running.")
+	}
+}
+
+// cmdNew and the other commands that change the session answer on the
+// lane, with the lane job's context.
+func (e *Engine) cmdNew(ctx context.Context, c commandCall) {
+	e.onLane(ctx, c.p, c.m, c.key, func(ctx context.Context) {
+		name, _, err := e.session(ctx, c.key)
 		if err == nil {
-			list, err = e.store.Sessions(ctx, key)
+			err = e.store.ResetSession(ctx, c.key, name)
 		}
 		if err != nil {
-			reply("⚠️ Could not list sessions (storage error).")
-			return true
+			e.log.ErrorContext(ctx, "reset session failed", "conv", c.m.Conv, "err", err)
+			e.reply(ctx, c, "⚠️ Could not reset the session (storage error).")
+			return
 		}
-		var b strings.Builder
-		b.WriteString("Sessions here:")
-		found := false
-		for _, ss := range list {
-			mark := "  "
-			if ss.Name == active {
-				mark, found = "▶ ", true
-			}
-			fmt.Fprintf(&b, "\n%s%s — ", mark, ss.Name)
-			if ss.Profile != "" {
-				fmt.Fprintf(&b, "%s, ", ss.Profile)
-			}
-			fmt.Fprintf(&b, "%d turn(s)", ss.Turns)
-			if !ss.UpdatedAt.IsZero() {
-				fmt.Fprintf(&b, ", last %s", ss.UpdatedAt.Format(time.DateTime))
-			}
+		e.reply(ctx, c, "🆕 Fresh session started (session %q). The agent will not remember earlier messages.", name)
+	})
+}
+
+func (e *Engine) cmdSession(ctx context.Context, c commandCall) {
+	if c.arg == "" {
+		name, _, err := e.session(ctx, c.key)
+		if err != nil {
+			e.reply(ctx, c, "⚠️ Could not read the session (storage error).")
+			return
 		}
-		if !found {
-			fmt.Fprintf(&b, "\n▶ %s — new", active)
-		}
-		reply("%s", b.String())
-	case "forget":
-		e.forgetSession(ctx, p, m, key, arg)
-	case "usage":
-		reply("%s", e.usage(ctx, p, key))
-	case "status":
-		reply("%s", e.status(ctx, key, m.Conv))
-	case "schedules":
-		reply("%s", e.schedules(m.Conv))
-	case "whoami":
-		reply("%s", whoami(p.Name(), m))
-	case "agent":
-		if arg == "" {
-			e.agentMenu(ctx, p, m, key)
-		} else {
-			e.switchAgent(ctx, p, m, key, arg)
-		}
-	default:
-		return false
+		e.reply(ctx, c, "Active session: %s. Switch with %ssession NAME.", name, e.cfg().platform(c.p.Name()).Prefix)
+		return
 	}
-	return true
+	if !sessionName().MatchString(c.arg) {
+		e.reply(ctx, c, "Session names are 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit.")
+		return
+	}
+	e.onLane(ctx, c.p, c.m, c.key, func(ctx context.Context) {
+		_, exists, err := e.store.Session(ctx, c.key, c.arg)
+		if err == nil {
+			err = e.store.SetActiveSession(ctx, c.key, c.arg)
+		}
+		switch {
+		case err != nil:
+			e.reply(ctx, c, "⚠️ Could not switch sessions (storage error).")
+		case exists:
+			e.reply(ctx, c, "Switched to session %s.", c.arg)
+		default:
+			e.reply(ctx, c, "Switched to new session %s.", c.arg)
+		}
+	})
+}
+
+func (e *Engine) cmdSessions(ctx context.Context, c commandCall) {
+	active, _, err := e.session(ctx, c.key)
+	var list []core.Session
+	if err == nil {
+		list, err = e.store.Sessions(ctx, c.key)
+	}
+	if err != nil {
+		e.reply(ctx, c, "⚠️ Could not list sessions (storage error).")
+		return
+	}
+	var b strings.Builder
+	b.WriteString("Sessions here:")
+	found := false
+	for _, ss := range list {
+		mark := "  "
+		if ss.Name == active {
+			mark, found = "▶ ", true
+		}
+		fmt.Fprintf(&b, "\n%s%s — ", mark, ss.Name)
+		if ss.Profile != "" {
+			fmt.Fprintf(&b, "%s, ", ss.Profile)
+		}
+		fmt.Fprintf(&b, "%d turn(s)", ss.Turns)
+		if !ss.UpdatedAt.IsZero() {
+			fmt.Fprintf(&b, ", last %s", ss.UpdatedAt.Format(time.DateTime))
+		}
+	}
+	if !found {
+		fmt.Fprintf(&b, "\n▶ %s — new", active)
+	}
+	e.reply(ctx, c, "%s", b.String())
+}
+
+func (e *Engine) cmdForget(ctx context.Context, c commandCall) {
+	e.forgetSession(ctx, c.p, c.m, c.key, c.arg)
+}
+
+func (e *Engine) cmdUsage(ctx context.Context, c commandCall) {
+	e.reply(ctx, c, "%s", e.usage(ctx, c.p, c.key))
+}
+
+func (e *Engine) cmdStatus(ctx context.Context, c commandCall) {
+	e.reply(ctx, c, "%s", e.status(ctx, c.key, c.m.Conv))
+}
+
+func (e *Engine) cmdSchedules(ctx context.Context, c commandCall) {
+	e.reply(ctx, c, "%s", e.schedules(c.m.Conv))
+}
+
+func (e *Engine) cmdWhoami(ctx context.Context, c commandCall) {
+	e.reply(ctx, c, "%s", whoami(c.p.Name(), c.m))
+}
+
+func (e *Engine) cmdAgent(ctx context.Context, c commandCall) {
+	if c.arg == "" {
+		e.agentMenu(ctx, c.p, c.m, c.key)
+	} else {
+		e.switchAgent(ctx, c.p, c.m, c.key, c.arg)
+	}
 }
 
 // forgetSession deletes the session name of key, on the lane so it never

@@ -115,3 +115,19 @@ func TestStatusShowsAcceptedTurnsAsStarting(t *testing.T) {
 		}
 	})
 }
+
+// TestCommandHandlers: every entry of the command table has a handler and
+// every handler an entry, so no bridge command can reach the agent for want
+// of one, and no handler outlives its command.
+func TestCommandHandlers(t *testing.T) {
+	for _, c := range core.Commands {
+		if commandHandlers[c.Name] == nil {
+			t.Errorf("command %q has no handler", c.Name)
+		}
+	}
+	for name := range commandHandlers {
+		if _, ok := core.LookupCommand(name); !ok || name != strings.ToLower(name) {
+			t.Errorf("handler %q has no entry in core.Commands", name)
+		}
+	}
+}

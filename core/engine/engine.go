@@ -265,7 +265,7 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 			// Answered before the access check: it is how a denied user
 			// learns the id to ask for (once in a while: it costs the
 			// chat's budget like a refusal).
-			e.command(ctx, p, m, key, cmd.Name, arg)
+			e.command(ctx, p, m, key, cmd, arg)
 		case !allowed && !e.mayRefuse(p.Name(), m.From.ID):
 			// Told a moment ago: a stranger's flood gets one answer.
 			obs.Message(p.Name(), "denied")
@@ -274,8 +274,9 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 			obs.Message(p.Name(), "denied")
 			log.InfoContext(ctx, "access denied", "user", m.From.ID)
 			e.private(ctx, p, m.Reply, m, fmt.Sprintf(textRefusal, p.Name(), m.From.ID))
-		case isCmd && e.command(ctx, p, m, key, cmd.Name, arg):
+		case isCmd:
 			obs.Message(p.Name(), "command")
+			e.command(ctx, p, m, key, cmd, arg)
 		case late:
 			obs.Message(p.Name(), "draining")
 			if e.once(quietDraining, m.Conv) {
