@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,7 @@ type harness struct {
 	st      *store.Store
 	dbPath  string
 	prof    *agentproc.Profile
+	logs    *logKeys
 	cancel  context.CancelFunc
 	done    chan struct{}
 	nextID  atomic.Int64
@@ -85,7 +87,7 @@ func newSeededHarness(t *testing.T, dbPath string, tweak func(*engine.Settings),
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, st: st, dbPath: dbPath, prof: testProfile(), done: make(chan struct{})}
+	h := &harness{t: t, st: st, dbPath: dbPath, prof: testProfile(), logs: &logKeys{}, done: make(chan struct{})}
 	s := settings(h.prof)
 	if tweak != nil {
 		tweak(s)
@@ -97,7 +99,7 @@ func newSeededHarness(t *testing.T, dbPath string, tweak func(*engine.Settings),
 	if seed != nil {
 		seed(h.plat)
 	}
-	h.eng = engine.New(st, s, engine.Options{TempDir: t.TempDir()})
+	h.eng = engine.New(st, s, engine.Options{TempDir: t.TempDir(), Log: slog.New(logHandler{keys: h.logs})})
 	handler := h.eng.Handler(h.plat)
 	h.handler = handler
 	if err := h.eng.Recover(t.Context()); err != nil {

@@ -52,7 +52,10 @@ type Options struct {
 	// ReplyTo is the id of the message being answered; the reply's first
 	// message carries it (core.Post.ReplyTo), its continuations do not.
 	ReplyTo string
-	Log     *slog.Logger
+	// Log is where the presenter logs. It adds no attributes of its own:
+	// the caller's logger carries the conversation and turn (the engine's
+	// has them already, and a second conv on every line was noise).
+	Log *slog.Logger
 }
 
 // Final is how a turn ended, for the last edit.
@@ -283,7 +286,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 // budget only said when this reply's turn comes.
 func (s *Presenter) logOutcome(ctx context.Context, o outcome, err error, backoff time.Duration, maxText int) {
 	var msg string
-	attrs := []slog.Attr{slog.Any("conv", s.conv)}
+	var attrs []slog.Attr
 	switch o.kind {
 	case wait:
 		if o.turn {
@@ -347,7 +350,7 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 			continue
 		}
 		if o.kind != shown {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "native stream failed; posting the rest", slog.Any("conv", s.conv), slog.Any("err", err))
+			s.log.LogAttrs(ctx, slog.LevelWarn, "native stream failed; posting the rest", slog.Any("err", err))
 			if final == nil {
 				stream.Stop(ctx, "")
 			}
@@ -383,7 +386,7 @@ func (s *Presenter) openNative(ctx context.Context, st core.Streamer, start time
 	}
 	stream, err := st.StartStream(ctx, s.conv)
 	if err != nil {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "native stream unavailable; posting and editing", slog.Any("conv", s.conv), slog.Any("err", err))
+		s.log.LogAttrs(ctx, slog.LevelWarn, "native stream unavailable; posting and editing", slog.Any("err", err))
 		return nil, nil
 	}
 	return stream, nil
@@ -397,7 +400,7 @@ func (s *Presenter) finalize(ctx context.Context, sent []sentMsg) {
 	}
 	for _, m := range sent {
 		if err := f.FinalizeMessage(ctx, m.ref); err != nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "finalizing a reply message failed", slog.Any("conv", s.conv), slog.Any("err", err))
+			s.log.LogAttrs(ctx, slog.LevelWarn, "finalizing a reply message failed", slog.Any("err", err))
 		}
 	}
 }
