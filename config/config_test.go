@@ -20,7 +20,7 @@ import (
 	"github.com/agentbridge/agentbridge/adapters/telegram"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/platforms"
+	"github.com/agentbridge/agentbridge/adapters/platforms"
 )
 
 // parse is config.Parse with every platform this build knows.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/platforms"
+	"github.com/agentbridge/agentbridge/adapters/platforms"
 )
 
 func ExampleParse() {

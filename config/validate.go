@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/internal/yamlnode"
-	"github.com/agentbridge/agentbridge/schedule/cronexpr"
+	"github.com/agentbridge/agentbridge/internal/cronexpr"
 )
 
 // platformNames lists the names a route may give as its platform: every

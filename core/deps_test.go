@@ -7,8 +7,8 @@ import (
 )
 
 // TestCoreImportsNoAdapterStoreOrSDK enforces the dependency rule: core and
-// everything under it never import an adapter, the store, bbolt or a chat
-// platform SDK. (Tests under core may use the real store.)
+// everything under it never import an adapter, the store, the runtime
+// (daemon), profiles, the agent shims, bbolt or a chat platform SDK. (Tests under core may use the real store.)
 func TestCoreImportsNoAdapterStoreOrSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -22,6 +22,9 @@ func TestCoreImportsNoAdapterStoreOrSDK(t *testing.T) {
 		"github.com/agentbridge/agentbridge/store",
 		"github.com/agentbridge/agentbridge/cmd",
 		"github.com/agentbridge/agentbridge/config",
+		"github.com/agentbridge/agentbridge/daemon",
+		"github.com/agentbridge/agentbridge/profiles",
+		"github.com/agentbridge/agentbridge/shim",
 		"go.etcd.io/bbolt",
 		"github.com/slack-go/slack",
 		"github.com/bwmarrin/discordgo",

@@ -112,7 +112,7 @@ type Post struct {
 	// Interim marks a streamed reply's text that later text replaces (the
 	// presenter's frames before the final text): adapters' rate budgets
 	// send every other post first (a reply's final text, notices, prompts;
-	// core/pace), and a Telegram draft becomes a real message only with
+	// adapters/internal/pace), and a Telegram draft becomes a real message only with
 	// text that is not interim (or is Full).
 	Interim bool
 	// Full marks interim text that fills its message while the reply goes

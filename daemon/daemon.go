@@ -17,11 +17,11 @@ import (
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/engine"
-	"github.com/agentbridge/agentbridge/metrics"
+	"github.com/agentbridge/agentbridge/daemon/metrics"
 	"github.com/agentbridge/agentbridge/profiles"
-	"github.com/agentbridge/agentbridge/schedule"
+	"github.com/agentbridge/agentbridge/daemon/schedule"
 	"github.com/agentbridge/agentbridge/store"
-	"github.com/agentbridge/agentbridge/trigger"
+	"github.com/agentbridge/agentbridge/daemon/trigger"
 )
 
 // Options configure Serve.

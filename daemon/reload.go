@@ -11,9 +11,9 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
-	"github.com/agentbridge/agentbridge/metrics"
+	"github.com/agentbridge/agentbridge/daemon/metrics"
 	"github.com/agentbridge/agentbridge/profiles"
-	"github.com/agentbridge/agentbridge/schedule"
+	"github.com/agentbridge/agentbridge/daemon/schedule"
 )
 
 // reloader re-reads the config on each hangup and applies what can change

@@ -15,7 +15,7 @@ import (
 	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/core/platformtest"
 	"github.com/agentbridge/agentbridge/internal/testagent"
-	"github.com/agentbridge/agentbridge/platforms"
+	"github.com/agentbridge/agentbridge/adapters/platforms"
 	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/store"
 )

@@ -10,9 +10,9 @@ import (
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/schedule"
+	"github.com/agentbridge/agentbridge/daemon/schedule"
 	"github.com/agentbridge/agentbridge/store"
-	"github.com/agentbridge/agentbridge/trigger"
+	"github.com/agentbridge/agentbridge/daemon/trigger"
 )
 
 // scheduleEntries turns the config's schedules into the scheduler's.

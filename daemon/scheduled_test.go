@@ -8,9 +8,9 @@ import (
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/platforms"
+	"github.com/agentbridge/agentbridge/adapters/platforms"
 	"github.com/agentbridge/agentbridge/profiles"
-	"github.com/agentbridge/agentbridge/schedule"
+	"github.com/agentbridge/agentbridge/daemon/schedule"
 	"github.com/agentbridge/agentbridge/store"
 )
 

@@ -18,12 +18,12 @@ import (
 	discordgo "github.com/bwmarrin/discordgo"
 
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/core/pace"
+	"github.com/agentbridge/agentbridge/adapters/internal/pace"
 )
 
 // transport is the session's http.RoundTripper. It sends every request to
 // the api_url override when one is set, and keeps Discord's rate-limit
-// state in one core/pace budget per route bucket (and one for the global
+// state in one adapters/internal/pace budget per route bucket (and one for the global
 // limit): it reads the X-RateLimit-* headers and 429 bodies, then strips
 // them so discordgo's own limiter never sleeps inside a call.
 type transport struct {

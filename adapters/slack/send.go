@@ -13,7 +13,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/core/pace"
+	"github.com/agentbridge/agentbridge/adapters/internal/pace"
 )
 
 // Block Kit limits.

@@ -6,7 +6,7 @@
 // A mention in a channel starts a thread, and the thread is the
 // conversation; replies in that thread continue it without a mention. A DM is
 // one conversation (or one per thread when the user threads). chat.update
-// calls share one Tier 3 budget per workspace (core/pace: 90 % of it,
+// calls share one Tier 3 budget per workspace (adapters/internal/pace: 90 % of it,
 // shared fairly, final text first); when it is spent, Edit returns a
 // *core.RateLimitError without calling Slack so the presenter coalesces the
 // stream. Posts share a budget per channel. With Options.NativeStreaming,
@@ -28,7 +28,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/core/pace"
+	"github.com/agentbridge/agentbridge/adapters/internal/pace"
 	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
 )
@@ -83,7 +83,7 @@ type Options struct {
 	// workspace; default 50 (Tier 3).
 	EditsPerMinute float64
 	// EditBurst is how many edits may go at once; default 3 (the burst
-	// counts against the minute's budget, see core/pace).
+	// counts against the minute's budget, see adapters/internal/pace).
 	EditBurst int
 	// EditInterval is the cadence one message is edited at; default 1s.
 	EditInterval time.Duration

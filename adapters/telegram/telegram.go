@@ -24,7 +24,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/core/pace"
+	"github.com/agentbridge/agentbridge/adapters/internal/pace"
 	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
 )
@@ -304,7 +304,7 @@ func (a *Adapter) scrub(s string) string {
 	return strings.ReplaceAll(s, a.token, "<token>")
 }
 
-// Telegram's flood limits (core/pace keeps 10 % headroom): about one
+// Telegram's flood limits (adapters/internal/pace keeps 10 % headroom): about one
 // message a second in a private chat, with short bursts, and twenty a
 // minute in a group. Interim calls (drafts, streamed edits) leave one
 // call of a burst for final text; in a group, where a call comes back

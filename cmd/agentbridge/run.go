@@ -16,7 +16,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/profiles"
-	"github.com/agentbridge/agentbridge/termprompt"
+	"github.com/agentbridge/agentbridge/internal/termprompt"
 )
 
 const runUsage = `usage: agentbridge run --profile PATH [--session-id ID] [--session-name NAME]

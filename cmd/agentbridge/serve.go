@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/agentbridge/agentbridge/daemon"
-	"github.com/agentbridge/agentbridge/platforms"
+	"github.com/agentbridge/agentbridge/adapters/platforms"
 )
 
 const serveUsage = `usage: agentbridge serve --config FILE

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/adapters/telegram/telegramtest"
-	"github.com/agentbridge/agentbridge/trigger"
+	"github.com/agentbridge/agentbridge/daemon/trigger"
 )
 
 // serve with a schedule and the HTTP trigger, against the fake Telegram:

@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentbridge/agentbridge/profiles/shim"
-	"github.com/agentbridge/agentbridge/profiles/shim/claude"
-	"github.com/agentbridge/agentbridge/profiles/shim/codex"
-	"github.com/agentbridge/agentbridge/profiles/shim/gemini"
+	"github.com/agentbridge/agentbridge/shim"
+	"github.com/agentbridge/agentbridge/shim/claude"
+	"github.com/agentbridge/agentbridge/shim/codex"
+	"github.com/agentbridge/agentbridge/shim/gemini"
 )
 
 // shimRun is the entry point every shim package offers.

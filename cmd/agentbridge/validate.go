@@ -7,8 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agentbridge/agentbridge/platforms"
-	"github.com/agentbridge/agentbridge/preflight"
+	"github.com/agentbridge/agentbridge/adapters/platforms"
+	"github.com/agentbridge/agentbridge/internal/preflight"
 )
 
 const validateUsage = `usage: agentbridge validate [--json] CONFIG

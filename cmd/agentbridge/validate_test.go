@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbridge/agentbridge/preflight"
+	"github.com/agentbridge/agentbridge/internal/preflight"
 )
 
 // TestValidateReportsConfigAndProfilesAtOnce: one run names every problem

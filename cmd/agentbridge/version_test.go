@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbridge/agentbridge/metrics"
+	"github.com/agentbridge/agentbridge/daemon/metrics"
 )
 
 func TestVersionFrom(t *testing.T) {
