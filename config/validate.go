@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/internal/yamlnode"
 	"github.com/agentbridge/agentbridge/internal/cronexpr"
 )
@@ -337,8 +338,8 @@ func (d *decoder) validateSchedules(c *Config) {
 			d.fail(d.line(p+".profile"), p+".profile", "names no profile: %s is not one of %s",
 				yamlnode.Quote(s.Profile), strings.Join(slices.Sorted(maps.Keys(c.Profiles)), ", "))
 		}
-		if s.Session != "" && (!validName(s.Session) || len(s.Session) > 64) {
-			d.fail(d.line(p+".session"), p+".session", "a session name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+		if s.Session != "" && !core.ValidSessionName(s.Session) {
+			d.fail(d.line(p+".session"), p+".session", "a session name is 1 to 64 %s", core.SessionNameRule)
 		}
 	}
 }

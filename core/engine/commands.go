@@ -3,21 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/lane"
 )
-
-// sessionName limits names to something safe to show and store. Compiled
-// on first use: every agentbridge process links the engine, most never
-// need it (start-up stays lean).
-var sessionName = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-})
 
 // parseCommand splits "/cmd arg" (or "/cmd@botname arg") when text starts
 // with prefix and names a bridge command, or a bare "cmd arg" in a message
@@ -158,8 +149,8 @@ func (e *Engine) cmdSession(ctx context.Context, c commandCall) {
 		e.reply(ctx, c, "Active session: %s. Switch with %ssession NAME.", name, e.cfg().platform(c.p.Name()).Prefix)
 		return
 	}
-	if !sessionName().MatchString(c.arg) {
-		e.reply(ctx, c, "Session names are 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit.")
+	if !core.ValidSessionName(c.arg) {
+		e.reply(ctx, c, "Session names are 1–64 %s.", core.SessionNameRule)
 		return
 	}
 	e.onLane(ctx, c.p, c.m, c.key, func(ctx context.Context) {

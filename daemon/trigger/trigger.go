@@ -17,10 +17,8 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -106,12 +104,6 @@ func New(opts Options) *Handler {
 	}
 	return &Handler{opts: opts, token: sha256.Sum256([]byte(opts.Token.Reveal())), lim: opts.Limiter}
 }
-
-// sessionName is the engine's rule for session names, compiled on first
-// use (every agentbridge process links this package).
-var sessionName = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-})
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -232,8 +224,8 @@ func (h *Handler) check(req Request) string {
 		return "missing " + strings.Join(missing, ", ")
 	case req.Profile != "" && h.opts.Profile != nil && !h.opts.Profile(req.Profile):
 		return "unknown profile " + strconv.Quote(req.Profile)
-	case req.Session != "" && !sessionName().MatchString(req.Session):
-		return "session names are 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+	case req.Session != "" && !core.ValidSessionName(req.Session):
+		return "session names are 1 to 64 " + core.SessionNameRule
 	}
 	return ""
 }
