@@ -147,10 +147,12 @@ type Store interface {
 	// one write: a turn's first durable step costs one disk sync.
 	Accept(ctx context.Context, platform, messageID string, ttl time.Duration, e JournalEntry) (seen bool, err error)
 
-	// Grant remembers "allow tool for this session".
-	Grant(ctx context.Context, conv ConversationKey, session, tool string) error
-	// Granted reports whether Grant was called for this session and tool.
-	Granted(ctx context.Context, conv ConversationKey, session, tool string) (bool, error)
+	// Grant remembers "allow tool for this session" for user: the person
+	// who granted it, whose later requests it covers (nobody else's).
+	Grant(ctx context.Context, conv ConversationKey, session, user, tool string) error
+	// Granted reports whether Grant was called for this session, user and
+	// tool.
+	Granted(ctx context.Context, conv ConversationKey, session, user, tool string) (bool, error)
 
 	// JournalPut records or updates a turn in flight.
 	JournalPut(ctx context.Context, e JournalEntry) error

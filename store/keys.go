@@ -44,9 +44,10 @@ func grantPrefix(k core.ConversationKey, session string) []byte {
 	return appendField(appendConv(nil, k), session)
 }
 
-// grantKey is the key of one tool grant in the grants bucket.
-func grantKey(k core.ConversationKey, session, tool string) []byte {
-	return append(grantPrefix(k, session), tool...)
+// grantKey is the key of one person's tool grant in the grants bucket
+// (schema 5; before, keys named no user).
+func grantKey(k core.ConversationKey, session, user, tool string) []byte {
+	return append(appendField(grantPrefix(k, session), user), tool...)
 }
 
 // seenKey is the key of a platform message id in the seen bucket.

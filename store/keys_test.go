@@ -19,8 +19,9 @@ func TestKeysDistinct(t *testing.T) {
 		{"conv colon", sessionKey(core.ConversationKey{Platform: "a:b", Workspace: "c"}, "n"), sessionKey(core.ConversationKey{Platform: "a", Workspace: "b:c"}, "n")},
 		{"conv shift", convKey(core.ConversationKey{Platform: "ab", Channel: "c"}), convKey(core.ConversationKey{Platform: "a", Workspace: "b", Channel: "c"})},
 		{"conv vs name", sessionKey(core.ConversationKey{Thread: "x"}, ""), sessionKey(core.ConversationKey{}, "\x01x")},
-		{"grant split", grantKey(convA, "a:b", "c"), grantKey(convA, "a", "b:c")},
-		{"grant shift", grantKey(convA, "ab", ""), grantKey(convA, "a", "b")},
+		{"grant split", grantKey(convA, "a:b", "u", "c"), grantKey(convA, "a", "b:u", "c")},
+		{"grant shift", grantKey(convA, "ab", "", ""), grantKey(convA, "a", "b", "")},
+		{"grant user", grantKey(convA, "s", "ab", "c"), grantKey(convA, "s", "a", "bc")},
 		{"seen split", seenKey("slack", "1"), seenKey("slack1", "")},
 		{"journal turn", journalKey(t0, "a"), journalKey(t0, "b")},
 	}
@@ -43,11 +44,11 @@ func TestSplitKeyRejectsGarbage(t *testing.T) {
 // from; decoding being exact is what makes distinct fields give distinct
 // keys, and a conversation's encoding a prefix only of its own keys.
 func FuzzKeys(f *testing.F) {
-	f.Add("slack", "T1", "C1", "171.2", "default", "Bash")
-	f.Add("a:b", "c", "", "", "a", "b:c")
-	f.Add("", "", "", "", "", "")
-	f.Add("\x00\x01", "\xff", "\x80\x80", "x", "ü", "\x00")
-	f.Fuzz(func(t *testing.T, platform, workspace, channel, thread, session, tool string) {
+	f.Add("slack", "T1", "C1", "171.2", "default", "U1", "Bash")
+	f.Add("a:b", "c", "", "", "a", "b:c", "d")
+	f.Add("", "", "", "", "", "", "")
+	f.Add("\x00\x01", "\xff", "\x80\x80", "x", "ü", "\x01", "\x00")
+	f.Fuzz(func(t *testing.T, platform, workspace, channel, thread, session, user, tool string) {
 		conv := core.ConversationKey{Platform: platform, Workspace: workspace, Channel: channel, Thread: thread}
 		fields := []string{platform, workspace, channel, thread}
 
@@ -58,14 +59,14 @@ func FuzzKeys(f *testing.F) {
 		if diff := cmp.Diff(append(fields, session), got); diff != "" {
 			t.Errorf("session key round trip (-want +got):\n%s", diff)
 		}
-		got, err = splitKey(grantKey(conv, session, tool), 5)
+		got, err = splitKey(grantKey(conv, session, user, tool), 6)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(append(fields, session, tool), got); diff != "" {
+		if diff := cmp.Diff(append(fields, session, user, tool), got); diff != "" {
 			t.Errorf("grant key round trip (-want +got):\n%s", diff)
 		}
-		if k := grantKey(conv, session, tool); !bytes.HasPrefix(k, grantPrefix(conv, session)) || !bytes.HasPrefix(k, convKey(conv)) {
+		if k := grantKey(conv, session, user, tool); !bytes.HasPrefix(k, grantPrefix(conv, session)) || !bytes.HasPrefix(k, convKey(conv)) {
 			t.Errorf("grant key %q lacks its prefixes", k)
 		}
 		got, err = splitKey(seenKey(platform, tool), 1)
@@ -82,7 +83,7 @@ func FuzzKeys(f *testing.F) {
 // whatever it accepts must re-encode to the same bytes.
 func FuzzSplitKey(f *testing.F) {
 	f.Add([]byte{}, 2)
-	f.Add(grantKey(convA, "s", "t"), 5)
+	f.Add(grantKey(convA, "s", "u", "t"), 6)
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 1)
 	f.Fuzz(func(t *testing.T, b []byte, n int) {
 		n = min(max(n, 0), 8)

@@ -215,23 +215,24 @@ func (s *Store) prune(tx *bolt.Tx) (int, error) {
 	return len(expired), nil
 }
 
-// Grant remembers that tool may run without asking in conv's session.
-func (s *Store) Grant(ctx context.Context, conv core.ConversationKey, session, tool string) error {
+// Grant remembers that tool may run without asking user in conv's
+// session.
+func (s *Store) Grant(ctx context.Context, conv core.ConversationKey, session, user, tool string) error {
 	return s.update(ctx, "grant", func(tx *bolt.Tx) error {
 		v, err := encode(grantRec{head: head{recordVersion}, At: s.now()})
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(bucketGrants).Put(grantKey(conv, session, tool), v)
+		return tx.Bucket(bucketGrants).Put(grantKey(conv, session, user, tool), v)
 	})
 }
 
-// Granted reports whether Grant was called for conv's session and tool
-// since the session was last reset.
-func (s *Store) Granted(ctx context.Context, conv core.ConversationKey, session, tool string) (bool, error) {
+// Granted reports whether Grant was called for conv's session, user and
+// tool since the session was last reset.
+func (s *Store) Granted(ctx context.Context, conv core.ConversationKey, session, user, tool string) (bool, error) {
 	var ok bool
 	err := s.view(ctx, "granted", func(tx *bolt.Tx) error {
-		ok = tx.Bucket(bucketGrants).Get(grantKey(conv, session, tool)) != nil
+		ok = tx.Bucket(bucketGrants).Get(grantKey(conv, session, user, tool)) != nil
 		return nil
 	})
 	return ok, err

@@ -70,3 +70,39 @@ func TestMigrateV1SessionsToPerProfileIDs(t *testing.T) {
 		t.Errorf("schema marker after migration = %q, want %s", marker, want)
 	}
 }
+
+// A schema 4 file's grants named no person, so nobody can tell whose they
+// were: schema 5 drops them, and grants are per person from then on.
+func TestMigrateV4DropsUnownedGrants(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v4.db")
+	withBolt(t, path, func(tx *bolt.Tx) error {
+		for _, m := range migrations[:4] {
+			if err := m(tx); err != nil {
+				return err
+			}
+		}
+		// A schema 4 grant: conversation, session, then the tool.
+		if err := tx.Bucket(bucketGrants).Put(append(grantPrefix(convA, "default"), "Bash"...), []byte(`{"v":1}`)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte("agentbridge/4"))
+	})
+	s := openAt(t, path, Options{})
+	ctx := t.Context()
+	n := 0
+	s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketGrants).Stats().KeyN
+		return nil
+	})
+	if n != 0 {
+		t.Errorf("%d grants after migration; want the unowned one dropped", n)
+	}
+	if err := s.Grant(ctx, convA, "default", "alice", "Bash"); err != nil {
+		t.Fatal(err)
+	}
+	for user, want := range map[string]bool{"alice": true, "bob": false, "": false} {
+		if ok, err := s.Granted(ctx, convA, "default", user, "Bash"); err != nil || ok != want {
+			t.Errorf("Granted for %q = %v, %v; want %v", user, ok, err, want)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func TestScheduleRunRoundTrip(t *testing.T) {
 	}
 }
 
-// A schema 3 file (no schedules bucket) opens as schema 4 with an empty
+// A schema 3 file (no schedules bucket) opens with an empty
 // schedules bucket and its sessions intact.
 func TestMigrateV3AddsSchedules(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v2.db")
@@ -68,7 +68,7 @@ func TestMigrateV3AddsSchedules(t *testing.T) {
 		marker = string(tx.Bucket(bucketMeta).Get(keySchema))
 		return nil
 	})
-	if marker != "agentbridge/4" {
-		t.Errorf("marker = %q, want agentbridge/4", marker)
+	if want := schemaMarker(schemaVersion()); marker != want {
+		t.Errorf("marker = %q, want %s", marker, want)
 	}
 }

@@ -41,6 +41,7 @@ var migrations = []func(tx *bolt.Tx) error{
 	sessionsPerProfile,
 	usageLog,
 	addSchedules,
+	grantsPerUser,
 }
 
 // schemaVersion is the version this code writes.
@@ -103,6 +104,19 @@ func usageLog(tx *bolt.Tx) error {
 func addSchedules(tx *bolt.Tx) error {
 	if _, err := tx.CreateBucketIfNotExists(bucketSchedule); err != nil {
 		return fmt.Errorf("create bucket %s: %w", bucketSchedule, err)
+	}
+	return nil
+}
+
+// grantsPerUser (schema 5) drops every "allow for this session" grant:
+// grants now belong to the person who made them, and older ones do not say
+// who that was (people are asked again).
+func grantsPerUser(tx *bolt.Tx) error {
+	if err := tx.DeleteBucket(bucketGrants); err != nil {
+		return fmt.Errorf("drop bucket %s: %w", bucketGrants, err)
+	}
+	if _, err := tx.CreateBucket(bucketGrants); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketGrants, err)
 	}
 	return nil
 }

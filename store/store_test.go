@@ -93,7 +93,7 @@ func fill(t *testing.T, s *Store) {
 	must(s.SetActiveSession(ctx, convA, "work"))
 	must(s.PutSession(ctx, convA, core.Session{Name: "work", Agents: map[string]string{"claude": "ag-1"}, Profile: "claude", Turns: 3, UpdatedAt: t0}))
 	must(s.PutSession(ctx, convA, core.Session{Name: "default", Profile: "claude"}))
-	must(s.Grant(ctx, convA, "work", "Bash"))
+	must(s.Grant(ctx, convA, "work", "alice", "Bash"))
 	must(s.JournalPut(ctx, core.JournalEntry{TurnID: "t1", Conv: convA, MessageID: "m1", Reply: core.Shown{Ref: core.MessageRef{Conv: convA, ID: "r1"}}, StartedAt: t0}))
 	must(s.SetCursor(ctx, "telegram/bot1", "4242"))
 	if seen, err := s.MarkSeen(ctx, "slack", "m1", time.Hour); err != nil || seen {
@@ -131,9 +131,9 @@ func read(t *testing.T, s *Store) snapshot {
 	must(err)
 	snap.Sessions, err = s.Sessions(ctx, convA)
 	must(err)
-	snap.GrantBash, err = s.Granted(ctx, convA, "work", "Bash")
+	snap.GrantBash, err = s.Granted(ctx, convA, "work", "alice", "Bash")
 	must(err)
-	snap.GrantOther, err = s.Granted(ctx, convA, "work", "Edit")
+	snap.GrantOther, err = s.Granted(ctx, convA, "work", "alice", "Edit")
 	must(err)
 	snap.Journal, err = s.Journal(ctx)
 	must(err)
@@ -196,7 +196,7 @@ func TestEmptyStoreReads(t *testing.T) {
 	if got.Sessions, err = s.Sessions(ctx, convA); err != nil {
 		t.Fatal(err)
 	}
-	if got.GrantBash, err = s.Granted(ctx, convA, "work", "Bash"); err != nil {
+	if got.GrantBash, err = s.Granted(ctx, convA, "work", "alice", "Bash"); err != nil {
 		t.Fatal(err)
 	}
 	if got.Journal, err = s.Journal(ctx); err != nil {
@@ -295,7 +295,7 @@ func TestResetSession(t *testing.T) {
 		{convB, "work", "Bash"},    // same session name elsewhere
 	}
 	for _, g := range grants {
-		if err := s.Grant(ctx, g.conv, g.session, g.tool); err != nil {
+		if err := s.Grant(ctx, g.conv, g.session, "alice", g.tool); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -312,7 +312,7 @@ func TestResetSession(t *testing.T) {
 
 	var got []bool
 	for _, g := range grants {
-		ok, err := s.Granted(ctx, g.conv, g.session, g.tool)
+		ok, err := s.Granted(ctx, g.conv, g.session, "alice", g.tool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -384,15 +384,18 @@ func TestKeyCollisions(t *testing.T) {
 		}
 	}
 
-	// Grants: (session "a:b", tool "c") vs (session "a", tool "b:c").
-	if err := s.Grant(ctx, convA, "a:b", "c"); err != nil {
+	// Grants: (session "a:b", tool "c") vs (session "a", tool "b:c"), and
+	// (user "u:v", tool "w") vs (user "u", tool "v:w").
+	if err := s.Grant(ctx, convA, "a:b", "u:v", "w"); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.Granted(ctx, convA, "a", "b:c"); err != nil || ok {
-		t.Errorf("Granted(a, b:c) = %v, %v; want false", ok, err)
+	for _, g := range [][3]string{{"a", "b:c", "u:v"}, {"a:b", "u", "v:w"}, {"a:b", "", "u:vw"}} {
+		if ok, err := s.Granted(ctx, convA, g[0], g[1], g[2]); err != nil || ok {
+			t.Errorf("Granted%q = %v, %v; want false", g, ok, err)
+		}
 	}
-	if ok, err := s.Granted(ctx, convA, "a:b", "c"); err != nil || !ok {
-		t.Errorf("Granted(a:b, c) = %v, %v; want true", ok, err)
+	if ok, err := s.Granted(ctx, convA, "a:b", "u:v", "w"); err != nil || !ok {
+		t.Errorf("Granted(a:b, u:v, w) = %v, %v; want true", ok, err)
 	}
 
 	// Seen ids: platform "slack" id "1" vs platform "slack1" id "".
@@ -580,8 +583,8 @@ func TestCanceledContext(t *testing.T) {
 		"Sessions":         func() error { _, err := s.Sessions(ctx, convA); return err },
 		"ResetSession":     func() error { return s.ResetSession(ctx, convA, "x") },
 		"MarkSeen":         func() error { _, err := s.MarkSeen(ctx, "p", "m", time.Hour); return err },
-		"Grant":            func() error { return s.Grant(ctx, convA, "x", "t") },
-		"Granted":          func() error { _, err := s.Granted(ctx, convA, "x", "t"); return err },
+		"Grant":            func() error { return s.Grant(ctx, convA, "x", "u", "t") },
+		"Granted":          func() error { _, err := s.Granted(ctx, convA, "x", "u", "t"); return err },
 		"JournalPut":       func() error { return s.JournalPut(ctx, core.JournalEntry{TurnID: "t"}) },
 		"JournalDelete":    func() error { return s.JournalDelete(ctx, "t") },
 		"Journal":          func() error { _, err := s.Journal(ctx); return err },
@@ -662,7 +665,7 @@ func TestSchemaMarkerWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "agentbridge/4"; marker != want {
+	if want := "agentbridge/5"; marker != want {
 		t.Errorf("schema marker = %q, want %q", marker, want)
 	}
 	if !strings.HasPrefix(marker, schemaPrefix) {
@@ -680,7 +683,7 @@ func TestDeleteSession(t *testing.T) {
 			if err := s.PutSession(ctx, c, core.Session{Name: name, Turns: 1}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Grant(ctx, c, name, "Bash"); err != nil {
+			if err := s.Grant(ctx, c, name, "alice", "Bash"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -700,7 +703,7 @@ func TestDeleteSession(t *testing.T) {
 		name string
 		want bool
 	}{{convA, "work", false}, {convA, "workx", true}, {convB, "work", true}} {
-		if ok, err := s.Granted(ctx, g.conv, g.name, "Bash"); err != nil || ok != g.want {
+		if ok, err := s.Granted(ctx, g.conv, g.name, "alice", "Bash"); err != nil || ok != g.want {
 			t.Errorf("grant of %v %s = %v, %v; want %v", g.conv, g.name, ok, err, g.want)
 		}
 	}

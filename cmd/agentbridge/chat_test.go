@@ -192,6 +192,24 @@ func TestChatPermissionPrompt(t *testing.T) {
 	c.quit()
 }
 
+// Issue 27, item 5: a request allowed by an earlier "allow for this
+// session" runs without a prompt, and the reply says so.
+func TestChatSessionGrantShownInReply(t *testing.T) {
+	c := startChat(t, t.TempDir())
+	c.say("please write a file")
+	c.waitFor("[A]llow / [D]eny / Allow for this [s]ession", 1)
+	c.say("s")
+	c.waitFor("Allowed for this session by", 1)
+	c.waitFor("tokens", 1)
+	c.say("write another file")
+	c.waitFor("✅ write_file — allowed for this session by ", 1)
+	c.waitFor("tokens", 2)
+	c.quit()
+	if n := strings.Count(c.output(), "[A]llow / [D]eny / Allow for this [s]ession"); n != 1 {
+		t.Errorf("%d prompts; the second request should have run on the grant:\n%s", n, c.output())
+	}
+}
+
 func TestChatStopAndRestartAfterKill(t *testing.T) {
 	state := t.TempDir()
 	c := startChat(t, state)

@@ -153,7 +153,7 @@ func (e *Engine) agentPress(ctx context.Context, p core.Platform, a core.Action,
 	m := core.Message{Conv: a.Conv, From: a.From, Reply: a.Reply}
 	if !ps.allowed(a.Conv, a.From.ID) {
 		e.log.InfoContext(ctx, "agent menu press refused", "conv", a.Conv, "user", a.From.ID)
-		e.private(ctx, p, a.Reply, m, fmt.Sprintf(textRefusal, p.Name(), a.From.ID))
+		e.refuse(ctx, p, a.Reply, m, a.From.ID, fmt.Sprintf(textRefusal, p.Name(), a.From.ID))
 		return
 	}
 	e.switchAgent(ctx, p, m, ps.Scope.SessionKey(a.Conv, a.From.ID), name)

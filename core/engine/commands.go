@@ -38,7 +38,7 @@ func parseCommand(m core.Message, prefix string) (cmd core.Command, arg string, 
 func whoami(platform string, m core.Message) string {
 	name := ""
 	if m.From.Name != "" {
-		name = " (" + m.From.Name + ")"
+		name = " (" + displayName(m.From) + ")"
 	}
 	return fmt.Sprintf("You are %s user %s%s, in chat %s.", platform, m.From.ID, name, m.Conv.Channel)
 }

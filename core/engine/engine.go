@@ -266,14 +266,14 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 			// learns the id to ask for (once in a while: it costs the
 			// chat's budget like a refusal).
 			e.command(ctx, p, m, key, cmd, arg)
-		case !allowed && !e.mayRefuse(p.Name(), m.From.ID):
-			// Told a moment ago: a stranger's flood gets one answer.
-			obs.Message(p.Name(), "denied")
-			log.DebugContext(ctx, "access denied; refusal not repeated", "user", m.From.ID)
 		case !allowed:
 			obs.Message(p.Name(), "denied")
-			log.InfoContext(ctx, "access denied", "user", m.From.ID)
-			e.private(ctx, p, m.Reply, m, fmt.Sprintf(textRefusal, p.Name(), m.From.ID))
+			if e.refuse(ctx, p, m.Reply, m, m.From.ID, fmt.Sprintf(textRefusal, p.Name(), m.From.ID)) {
+				log.InfoContext(ctx, "access denied", "user", m.From.ID)
+			} else {
+				// Told a moment ago: a stranger's flood gets one answer.
+				log.DebugContext(ctx, "access denied; refusal not repeated", "user", m.From.ID)
+			}
 		case isCmd:
 			obs.Message(p.Name(), "command")
 			e.command(ctx, p, m, key, cmd, arg)

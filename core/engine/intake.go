@@ -219,6 +219,18 @@ func (e *Engine) mayRefuse(platform, user string) bool {
 	return true
 }
 
+// refuse tells user privately why they were turned away (text), at most
+// once per refusalEvery (mayRefuse), and reports whether it did: the one
+// rule for refusals, of messages and of button presses alike, so a
+// stranger's flood gets one answer and cannot spend the chat's rate budget.
+func (e *Engine) refuse(ctx context.Context, p core.Platform, reply core.PrivateReply, to core.Message, user, text string) bool {
+	if !e.mayRefuse(p.Name(), user) {
+		return false
+	}
+	e.private(ctx, p, reply, to, text)
+	return true
+}
+
 // private answers one person where only they see it when the event came
 // with a way to (reply), otherwise as a notice answering to (its Conv, and
 // its ID and Answer when it is a message). It is the engine's one path for

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/render"
+	"github.com/agentbridge/agentbridge/core/stream"
 )
 
 // Button choices, appended to a prompt's token in Button.Value.
@@ -40,7 +41,7 @@ type prompt struct {
 	text    string // the prompt as sent, without buttons
 
 	mu      sync.Mutex
-	outcome string // who decided what; set once, by the first accepted press
+	outcome string // who decided what (Markdown); set once, by the first accepted press
 	told    bool   // the prompt already says outcome (a press edits it before the agent hears)
 }
 
@@ -51,17 +52,7 @@ type prompt struct {
 // agent said before asking.
 func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentproc.PermissionRequest) {
 	log := e.log.With("conv", t.msg.Conv, "turn", t.id, "tool", req.Tool, "request", req.ID)
-	granted, err := e.store.Granted(ctx, t.key, session, req.Tool)
-	if err != nil {
-		log.WarnContext(ctx, "grant lookup failed; asking", "err", err)
-	}
-	if granted {
-		// D-PERM-3: allowed for this session earlier.
-		if err := req.Respond(agentproc.Decision{Allow: true}); err != nil && !errors.Is(err, agentproc.ErrAlreadyAnswered) {
-			log.WarnContext(ctx, "auto-allow failed", "err", err)
-		}
-		log.InfoContext(ctx, "permission auto-allowed for this session")
-		e.opts.Observer.Permission(t.plat.Name(), "auto_allowed")
+	if e.granted(ctx, t, session, req) {
 		return
 	}
 
@@ -100,7 +91,7 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 	t.pres.Prompt(true)
 	defer t.pres.Prompt(false)
 	var ref core.MessageRef
-	err = retry(ctx, func() (err error) {
+	err := retry(ctx, func() (err error) {
 		ref, err = t.plat.Send(ctx, t.msg.Conv, core.Post{Text: text, Buttons: buttons, ReplyTo: t.msg.ID})
 		return err
 	})
@@ -145,6 +136,39 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		return
 	}
 	e.showOutcome(ctx, pr, ref, outcome)
+}
+
+// granted answers req with allow when the person whose message started t
+// allowed its tool for this session before (D-PERM-3; a grant covers the
+// requests of whoever made it, nobody else's), and says so in the reply,
+// so nothing runs unseen. It reports whether it answered.
+func (e *Engine) granted(ctx context.Context, t *turn, session string, req *agentproc.PermissionRequest) bool {
+	who := t.msg.From
+	if t.sub != nil || who.ID == "" {
+		return false // nobody's message: only an approver may allow, each time
+	}
+	log := e.log.With("conv", t.msg.Conv, "turn", t.id, "tool", req.Tool, "request", req.ID)
+	ok, err := e.store.Granted(ctx, t.key, session, who.ID, req.Tool)
+	if err != nil {
+		log.WarnContext(ctx, "grant lookup failed; asking", "err", err)
+	}
+	if !ok {
+		return false
+	}
+	// Before the answer, so it comes before what the agent says next.
+	t.pres.Partial(stream.RoleOutput, "\n\n"+autoAllowed(req.Tool, who)+"\n\n")
+	if err := req.Respond(agentproc.Decision{Allow: true}); err != nil && !errors.Is(err, agentproc.ErrAlreadyAnswered) {
+		log.WarnContext(ctx, "auto-allow failed", "err", err)
+	}
+	log.InfoContext(ctx, "permission auto-allowed for this session", "user", who.ID)
+	e.opts.Observer.Permission(t.plat.Name(), "auto_allowed")
+	return true
+}
+
+// autoAllowed is the reply's line (Markdown) for a request allowed by
+// who's grant.
+func autoAllowed(tool string, who core.User) string {
+	return "✅ " + render.EscapeMarkdown(tool) + " — allowed for this session by " + nameMD(who)
 }
 
 // showOutcome edits the prompt to say how it was answered, without its
@@ -211,23 +235,60 @@ func inputPreview(raw json.RawMessage) string {
 	return s
 }
 
+// textNotWaiting answers a press on a prompt that is not waiting (here).
+const textNotWaiting = "This request is no longer waiting for an answer."
+
+// on reports whether press a, handed over by p, was made on pr: on the
+// prompt's message (once known) in its conversation's channel, through the
+// platform account that showed it. A token is only as secret as the
+// buttons that carry it, so a press carrying it from anywhere else is not
+// an answer.
+func (pr *prompt) on(p core.Platform, a core.Action) bool {
+	c := pr.turn.msg.Conv
+	if p.Name() != pr.turn.plat.Name() || a.Conv.Platform != c.Platform || a.Conv.Workspace != c.Workspace || a.Conv.Channel != c.Channel {
+		return false
+	}
+	pr.mu.Lock()
+	ref := pr.ref
+	pr.mu.Unlock()
+	return ref.ID == "" || a.Ref.ID == ref.ID
+}
+
 // handleAction answers a permission prompt from a button press.
 func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Action) {
 	if name, ok := strings.CutPrefix(a.Value, agentButton); ok {
 		e.agentPress(ctx, p, a, name)
 		return
 	}
-	answer := func(text string) { e.private(ctx, p, a.Reply, core.Message{Conv: a.Conv}, text) }
+	ps := e.cfg().platform(p.Name())
+	to := core.Message{Conv: a.Conv}
+	// Someone who may not use the bot here hears why their press did
+	// nothing as they hear it for messages: once in a while.
+	stranger := !ps.allowed(a.Conv, a.From.ID) && !ps.approver(a.From.ID)
+	answer := func(text string) {
+		if stranger {
+			e.refuse(ctx, p, a.Reply, to, a.From.ID, text)
+		} else {
+			e.private(ctx, p, a.Reply, to, text)
+		}
+	}
 	token, choice, _ := strings.Cut(a.Value, ":")
 	e.mu.Lock()
 	pr := e.prompts[token]
 	e.mu.Unlock()
+	if pr != nil && !pr.on(p, a) {
+		// A prompt's token pressed elsewhere (another conversation or
+		// platform account) answers nothing, and the presser learns no
+		// more than for an unknown token, once in a while.
+		e.log.WarnContext(ctx, "permission press from outside the prompt's conversation refused", "conv", a.Conv, "user", a.From.ID, "prompt_conv", pr.turn.msg.Conv)
+		e.refuse(ctx, p, a.Reply, to, a.From.ID, textNotWaiting)
+		return
+	}
 	if pr == nil {
-		answer("This request is no longer waiting for an answer.")
+		answer(textNotWaiting)
 		return
 	}
 	t := pr.turn
-	ps := e.cfg().platform(p.Name())
 	// D-PERM-2: only the requester or an approver may answer; a submitted
 	// turn has no requester.
 	requester := t.sub == nil && a.From.ID == t.msg.From.ID
@@ -236,23 +297,21 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 		answer("Only the person who asked, or an approver, can answer this request.")
 		return
 	}
-	who := a.From.Name
-	if who == "" {
-		who = a.From.ID
-	}
+	who := nameMD(a.From)
 	var d agentproc.Decision
 	var outcome string
 	switch choice {
 	case choiceAllow:
 		d, outcome = agentproc.Decision{Allow: true}, "✅ Allowed by "+who+"."
 	case choiceSession:
-		if err := e.store.Grant(ctx, t.key, pr.session, pr.req.Tool); err != nil {
+		// The grant is the presser's: it covers their later requests.
+		if err := e.store.Grant(ctx, t.key, pr.session, a.From.ID, pr.req.Tool); err != nil {
 			e.log.ErrorContext(ctx, "grant failed", "err", err)
 			answer("⚠️ Could not remember the approval (storage error); allowing just this once.")
 		}
 		d, outcome = agentproc.Decision{Allow: true}, "✅ Allowed for this session by "+who+"."
 	case choiceDeny:
-		d, outcome = agentproc.Decision{Message: "denied by " + who}, "❌ Denied by "+who+"."
+		d, outcome = agentproc.Decision{Message: "denied by " + displayName(a.From)}, "❌ Denied by "+who+"."
 	default:
 		answer("Unknown choice.")
 		return
@@ -302,7 +361,7 @@ func (e *Engine) DenyPrompts(platform, why string) {
 		pr.mu.Lock()
 		claimed := pr.outcome != ""
 		if !claimed {
-			pr.outcome = "❌ Denied: " + why + "."
+			pr.outcome = "❌ Denied: " + render.EscapeMarkdown(why) + "."
 		}
 		pr.mu.Unlock()
 		if !claimed {

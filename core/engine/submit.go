@@ -172,11 +172,7 @@ func (t *turn) requester() string {
 	if t.sub != nil {
 		return "Requested by " + t.sub.label() + ": only an approver can answer."
 	}
-	who := t.msg.From.Name
-	if who == "" {
-		who = t.msg.From.ID
-	}
-	return "Requested for " + who + "'s message."
+	return "Requested for " + displayName(t.msg.From) + "'s message."
 }
 
 // sessionOf returns the session t runs in: the submission's named one,
