@@ -326,3 +326,29 @@ func slug(heading string) string {
 	}
 	return b.String()
 }
+
+// TestEveryPageIsLinkedFromReadme: a reference page nobody can reach from
+// the front door is as good as lost.
+func TestEveryPageIsLinkedFromReadme(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]bool{}
+	for _, l := range links(string(readme)) {
+		file, _, _ := strings.Cut(l.target, "#")
+		linked[path.Clean(file)] = true
+	}
+	pages, err := fs.Glob(os.DirFS(".."), "docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) == 0 {
+		t.Fatal("no docs/*.md pages found")
+	}
+	for _, p := range pages {
+		if !linked[p] {
+			t.Errorf("README.md does not link to %s", p)
+		}
+	}
+}
