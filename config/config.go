@@ -101,6 +101,9 @@ type Limits struct {
 	TurnsPerHour int
 	// CostPerDayUSD caps each user's result.usage.cost_usd in any 24 h.
 	CostPerDayUSD float64
+	// ReplyBytes bounds the text of each reply; 0 is the bridge's default
+	// (agentproc.DefaultMaxReplyBytes).
+	ReplyBytes int
 }
 
 // Matches reports whether conv falls under r.
@@ -296,6 +299,9 @@ func (c *Config) LimitsFor(conv core.ConversationKey) Limits {
 			}
 			if r.Limits.CostPerDayUSD > 0 {
 				l.CostPerDayUSD = r.Limits.CostPerDayUSD
+			}
+			if r.Limits.ReplyBytes > 0 {
+				l.ReplyBytes = r.Limits.ReplyBytes
 			}
 			break
 		}

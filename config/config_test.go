@@ -180,10 +180,11 @@ func TestParseErrors(t *testing.T) {
 			`c.yaml:5: routes[1].profiles: lists "other" twice`,
 			`c.yaml:7: telegram.profiles: entry 1 names no profile: "ghost" is not one of demo, other`,
 		}},
-		{"limits", head + "telegram:\n  max_turns_per_hour: -1\n  max_cost_per_day_usd: lots\nroutes:\n  - {profile: demo, max_cost_per_day_usd: -2}\n", nil, []string{
+		{"limits", head + "telegram:\n  max_turns_per_hour: -1\n  max_cost_per_day_usd: lots\nroutes:\n  - {profile: demo, max_cost_per_day_usd: -2, max_reply_bytes: 100}\n", nil, []string{
 			"c.yaml:4: telegram.max_turns_per_hour: must be between 0 and 1000000, got -1",
 			`c.yaml:5: telegram.max_cost_per_day_usd: expected an amount in US dollars such as 2.50, got the string "lots"`,
 			"c.yaml:7: routes[0].max_cost_per_day_usd: must be a non-negative amount, got -2",
+			"c.yaml:7: routes[0].max_reply_bytes: must be between 1024 and 1073741824, got 100",
 		}},
 		{"var in a plain field", head + "store: ${HOME}/bridge.db\n", nil,
 			[]string{"c.yaml:3: store: ${VAR} is expanded only in secret and URL fields"}},
@@ -618,9 +619,9 @@ routes:
 func TestLimitsFor(t *testing.T) {
 	const file = `profiles: {demo: builtin:demo}
 default_profile: demo
-telegram: {max_turns_per_hour: 20, max_cost_per_day_usd: 5}
+telegram: {max_turns_per_hour: 20, max_cost_per_day_usd: 5, max_reply_bytes: 4096}
 routes:
-  - {platform: telegram, channel: "42", profile: demo, max_cost_per_day_usd: 0.5}
+  - {platform: telegram, channel: "42", profile: demo, max_cost_per_day_usd: 0.5, max_reply_bytes: 1048576}
 `
 	cfg, err := parse([]byte(file), "c.yaml", env(nil))
 	if err != nil {
@@ -630,8 +631,8 @@ routes:
 		conv core.ConversationKey
 		want config.Limits
 	}{
-		{core.ConversationKey{Platform: "telegram", Channel: "42"}, config.Limits{TurnsPerHour: 20, CostPerDayUSD: 0.5}},
-		{core.ConversationKey{Platform: "telegram", Channel: "7"}, config.Limits{TurnsPerHour: 20, CostPerDayUSD: 5}},
+		{core.ConversationKey{Platform: "telegram", Channel: "42"}, config.Limits{TurnsPerHour: 20, CostPerDayUSD: 0.5, ReplyBytes: 1 << 20}},
+		{core.ConversationKey{Platform: "telegram", Channel: "7"}, config.Limits{TurnsPerHour: 20, CostPerDayUSD: 5, ReplyBytes: 4096}},
 		{core.ConversationKey{Platform: "slack", Channel: "42"}, config.Limits{}},
 	} {
 		if got := cfg.LimitsFor(tt.conv); got != tt.want {

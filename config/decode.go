@@ -523,6 +523,7 @@ func (d *decoder) limitFields(l *Limits) []field {
 	return []field{
 		{"max_turns_per_hour", intField(d, &l.TurnsPerHour, 0, 1_000_000)},
 		{"max_cost_per_day_usd", d.money(&l.CostPerDayUSD)},
+		{"max_reply_bytes", intField(d, &l.ReplyBytes, 1<<10, 1<<30)},
 	}
 }
 

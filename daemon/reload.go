@@ -102,7 +102,7 @@ func settings(cfg *config.Config, profs map[string]*agentproc.Profile) *engine.S
 		Choices:        cfg.ProfileChoices,
 		Limits: func(conv core.ConversationKey) engine.Limits {
 			l := cfg.LimitsFor(conv)
-			return engine.Limits{TurnsPerHour: l.TurnsPerHour, CostPerDayUSD: l.CostPerDayUSD}
+			return engine.Limits{TurnsPerHour: l.TurnsPerHour, CostPerDayUSD: l.CostPerDayUSD, ReplyBytes: l.ReplyBytes}
 		},
 		QueueDepth:  cfg.QueueDepth,
 		DedupTTL:    cfg.DedupTTL,

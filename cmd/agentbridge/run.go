@@ -52,6 +52,8 @@ type runJSON struct {
 	ExitCode  int              `json:"exit_code"`
 	Partials  []string         `json:"partials"`
 	Usage     *agentproc.Usage `json:"usage"`
+	// Truncated: the reply went past the reply limit (only when it did).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // cmdRun runs one turn of an agent profile from the command line.
@@ -138,6 +140,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	opts := agentproc.Options{
 		Log:             log,
 		CollectPartials: *asJSON,
+		MaxReplyBytes:   agentproc.DefaultMaxReplyBytes, // as serve's and chat's replies
 		OnEvent: func(e agentproc.Event) {
 			switch e.Kind {
 			case agentproc.EventPartial:
@@ -164,7 +167,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "agentbridge: turn failed:", failure)
 	}
 	if *asJSON {
-		j := runJSON{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: runStatus(o), Partials: o.Partials, Usage: o.Usage}
+		j := runJSON{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: runStatus(o), Partials: o.Partials, Usage: o.Usage, Truncated: o.Truncated}
 		if j.Partials == nil {
 			j.Partials = []string{}
 		}
@@ -179,6 +182,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			if !strings.HasSuffix(o.Reply, "\n") {
 				fmt.Fprintln(stdout)
 			}
+		}
+		if cut := o.Truncation(); cut != "" {
+			fmt.Fprintln(stdout, cut) // the reply's end, as in a chat
 		}
 		if o.SessionID != "" {
 			fmt.Fprintln(stderr, "session:", o.SessionID)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,6 +69,13 @@ func testAgent(mode string) int {
 		return continuityAgent(line)
 	case "watch":
 		return watchAgent(turn.Message)
+	case "flood": // the message is how many KiB of log lines to print, in 8 KiB partials
+		kib, _ := strconv.Atoi(turn.Message)
+		chunk := strings.Repeat(strings.Repeat("x", 63)+"\n", 128)
+		for range kib / 8 {
+			emit(obj{"type": "partial", "text": chunk})
+		}
+		emit(obj{"type": "result", "text": ""})
 	case "hang":
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
@@ -390,5 +398,29 @@ func TestRunWarningsCarryNoRuleIDs(t *testing.T) {
 	code, _, stderr = runCLI(t, context.Background(), "", nil, "--profile", writeProfile(t, "echo", ""), "")
 	if code != 2 || regexp.MustCompile(`[A-Z]-[A-Z]+-[0-9]`).MatchString(stderr) {
 		t.Errorf("empty turn: exit %d, stderr %q; want 2 without a rule id", code, stderr)
+	}
+}
+
+// TestRunReplyLimit: run bounds a reply as serve and chat do (issue 27): an
+// agent printing a big log as partials shows 64 KiB and then the truncated
+// line, and one that goes on printing (100 MiB) is stopped.
+func TestRunReplyLimit(t *testing.T) {
+	prof := writeProfile(t, "flood", "")
+	const line = "… output truncated (the agent printed more than 64 KiB)\n"
+	code, stdout, stderr := runCLI(t, context.Background(), "", nil, "--profile", prof, "100")
+	if code != 0 || len(stdout) != 64<<10+len(line) || !strings.HasSuffix(stdout, "\n"+line) {
+		t.Errorf("exit %d, %d bytes ending %q (stderr %q); want 0 and 64 KiB, then the truncated line", code, len(stdout), stdout[max(len(stdout)-80, 0):], stderr)
+	}
+	code, stdout, stderr = runCLI(t, context.Background(), "", nil, "--profile", prof, "102400")
+	if code != 143 || !strings.HasSuffix(stdout, line) || !strings.Contains(stderr, "turn failed: stopped: the agent went on printing past 256 KiB") {
+		t.Errorf("flood: exit %d, stdout ending %q, stderr %q; want 143, the truncated line and why it stopped", code, stdout[max(len(stdout)-80, 0):], stderr)
+	}
+	code, stdout, _ = runCLI(t, context.Background(), "", nil, "--profile", prof, "--json", "100")
+	var j struct {
+		Partials  []string
+		Truncated bool
+	}
+	if err := json.Unmarshal([]byte(stdout), &j); err != nil || code != 0 || !j.Truncated || len(strings.Join(j.Partials, "")) != 64<<10 {
+		t.Errorf("--json: exit %d, truncated %v, %d bytes of partials (err %v)", code, j.Truncated, len(strings.Join(j.Partials, "")), err)
 	}
 }

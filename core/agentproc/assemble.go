@@ -38,6 +38,7 @@ type assembler struct {
 	opts Options
 	log  *slog.Logger
 	ts   *turnState
+	lim  *replyLimit
 
 	sessionID  string
 	partials   []string
@@ -101,6 +102,9 @@ func (a *assembler) apply(l scanned, full *Line) {
 		}
 		if role == "output" {
 			a.outputSeen = true
+		}
+		if text = a.lim.partial(text); text == "" && l.text != "" {
+			return // past the reply limit
 		}
 		if a.opts.CollectPartials {
 			a.partials = append(a.partials, text)

@@ -29,7 +29,7 @@ type Outcome struct {
 	Usage     *Usage   // from the accepted result/error, nil if none
 	Duration  time.Duration
 	TimedOut  bool   // timeout_secs hit (124)
-	Stopped   error  // non-nil when the caller's ctx ended the turn: context.Cause(ctx)
+	Stopped   error  // non-nil when the caller's ctx ended the turn (context.Cause(ctx)), or ErrFlooding
 	Stderr    string // last 64 KiB of stderr
 	Diagnosis string // diagnostics.json hint, or e.g. `agent command "claude" not found on PATH`
 	// PartialsSeen reports whether any partial was forwarded (so the caller knows the reply body was streamed).
@@ -43,6 +43,12 @@ type Outcome struct {
 	TimeLimit time.Duration
 	// StartError is why the agent could not be started (ExitCode 127), nil otherwise.
 	StartError error
+	// Truncated reports that the reply went past the reply limit
+	// (Options.MaxReplyBytes, kept in ReplyLimit): partials past it were
+	// not forwarded, or Reply was cut to it. Truncation is the line to end
+	// the reply with.
+	Truncated  bool
+	ReplyLimit int
 	// AgentExit is the agent process's own exit status (128+N after
 	// signal N), whatever ExitCode's precedence made of it; 0 when it
 	// never started.
@@ -67,6 +73,8 @@ func (o Outcome) Failure() string {
 		return "the agent reported an error"
 	case o.TimedOut:
 		return "timed out after " + o.TimeLimit.String()
+	case errors.Is(o.Stopped, ErrFlooding):
+		return "stopped: the agent went on printing past " + Size(o.ReplyLimit*FloodFactor)
 	case o.Stopped != nil:
 		return "stopped"
 	case o.StartError != nil:
@@ -99,9 +107,13 @@ func (r *runner) finish(a *assembler, stderr string, waitErr error) {
 	o.Usage = a.usage
 	o.Errored = a.errored
 	o.Error = a.errMsg
-	if !a.errored && a.resultSeen && !a.outputSeen {
-		o.Reply = a.resultText
+	if a.lim.max > 0 {
+		o.Error = cut(o.Error, a.lim.max) // shown in the reply too
 	}
+	if !a.errored && a.resultSeen && !a.outputSeen {
+		o.Reply = a.lim.whole(a.resultText)
+	}
+	o.Truncated = a.lim.truncated
 	code := r.pr.exitCode(waitErr)
 	o.AgentExit = code
 	switch {

@@ -37,6 +37,12 @@ type Options struct {
 	// (KillStale). It must return quickly.
 	OnStart         func(Group)
 	CollectPartials bool // fill Outcome.Partials (conformance tests, run --json); off by default for bounded memory
+	// MaxReplyBytes bounds the reply text the turn forwards and keeps:
+	// partials (every role) past it are dropped, a result's or error's
+	// text is cut to it, and Outcome.Truncated says so. An agent that
+	// prints FloodFactor times as much is stopped as a cancelled turn is
+	// (Outcome.Stopped is ErrFlooding). 0: no limit.
+	MaxReplyBytes int
 }
 
 // Run executes one turn. It returns an error only for caller mistakes (nil
@@ -64,7 +70,7 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 	if sessionName == "" {
 		sessionName = "default"
 	}
-	out := Outcome{TimeLimit: p.timeout()}
+	out := Outcome{TimeLimit: p.timeout(), ReplyLimit: max(opts.MaxReplyBytes, 0)}
 	start := time.Now()
 	if ctx.Err() != nil {
 		out.Stopped = context.Cause(ctx)
@@ -97,7 +103,7 @@ type runner struct {
 func (r *runner) run(ctx context.Context, turn []byte) {
 	p, pr, log := r.p, r.pr, r.log
 	ts := &turnState{log: log, stdin: pr.stdin, permTimeout: p.permissionTimeout(), pending: map[string]*PermissionRequest{}, seen: map[string]bool{}}
-	a := &assembler{p: p, opts: r.opts, log: log, ts: ts}
+	a := &assembler{p: p, opts: r.opts, log: log, ts: ts, lim: newReplyLimit(r.opts.MaxReplyBytes)}
 	var wg sync.WaitGroup
 
 	// The turn line goes first: hold the stdin lock until it is written, so
@@ -138,6 +144,10 @@ func (r *runner) run(ctx context.Context, turn []byte) {
 		r.out.TimedOut = true
 	case <-ctx.Done():
 		r.out.Stopped = context.Cause(ctx)
+	case <-a.lim.flood:
+		r.out.Stopped = ErrFlooding
+		log.LogAttrs(ctx, slog.LevelWarn, "agent went on printing past the reply limit; stopping it",
+			slog.Int("max_reply_bytes", r.opts.MaxReplyBytes), slog.Int("flood_factor", FloodFactor))
 	}
 	if r.out.TimedOut || r.out.Stopped != nil {
 		msg := "the turn was stopped"

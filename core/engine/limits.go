@@ -6,13 +6,28 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
 )
 
 // Limits are optional per-user budgets, counted over the user's finished
-// turns on the platform (the store's usage log); zero fields are off.
+// turns on the platform (the store's usage log), and the bound on each
+// reply; zero fields are off, except ReplyBytes.
 type Limits struct {
 	TurnsPerHour  int     // turns per user in any hour
 	CostPerDayUSD float64 // result.usage.cost_usd per user in any 24 h
+	// ReplyBytes bounds the text of each reply (agentproc.Options.MaxReplyBytes);
+	// 0 means agentproc.DefaultMaxReplyBytes.
+	ReplyBytes int
+}
+
+// replyLimit is the bound on the text of each reply in conv.
+func (s *Settings) replyLimit(conv core.ConversationKey) int {
+	if s.Limits != nil {
+		if n := s.Limits(conv).ReplyBytes; n > 0 {
+			return n
+		}
+	}
+	return agentproc.DefaultMaxReplyBytes
 }
 
 // overLimit returns the answer to m when its sender is over a limit of

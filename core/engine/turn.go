@@ -233,8 +233,9 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		ConversationID: t.key.Slug(), // the lane's key: one workspace per session scope
 		Attachments:    atts,
 	}, agentproc.Options{
-		Log:     log,
-		Environ: e.opts.Environ,
+		Log:           log,
+		Environ:       e.opts.Environ,
+		MaxReplyBytes: s.replyLimit(m.Conv),
 		OnStart: func(g agentproc.Group) {
 			t.journal.update(true, func(e *core.JournalEntry) { e.Agent = core.ProcessRef(g) })
 		},
@@ -361,10 +362,16 @@ func finalFor(out agentproc.Outcome, footer bool) stream.Final {
 		f.Notice = "⏹ Stopped: the bridge is shutting down."
 	case errors.As(out.Stopped, &idle):
 		f.Notice = fmt.Sprintf("⏹ Stopped: the agent sent nothing for %s (idle_timeout).", idle.after)
+	case errors.Is(out.Stopped, agentproc.ErrFlooding):
+		f.Notice = "⏹ Stopped: the agent went on printing past " + agentproc.Size(out.ReplyLimit*agentproc.FloodFactor) + "."
 	case out.Stopped != nil:
 		f.Notice = "⏹ Stopped."
 	case out.Failed():
 		f.Error = out.Failure()
+	}
+	if cut := out.Truncation(); cut != "" {
+		// The reply ends with it, so nobody takes a cut reply for all of it.
+		f.Notice = strings.TrimSuffix(cut+". "+f.Notice, " ")
 	}
 	if footer && out.Usage != nil {
 		f.Footer = usageLine(out.Usage, out.Duration)

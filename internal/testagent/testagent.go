@@ -55,6 +55,9 @@ const (
 //	code:N       one partial: a Go code block of N numbered lines, each with
 //	             characters markup must escape
 //	essay        stream Essay in 120-byte partials 40 ms apart
+//	flood:KIB    stream KIB KiB of log lines in 8 KiB partials, as fast
+//	             as the bridge reads (a `cat` of a big log), then
+//	             "FLOOD-DONE"
 //	anything     show each attachment as "[NAME MIME: CONTENT ERR] ", then
 //	             stream the message back word by word; a message starting
 //	             with "costly" reports cost_usd 0.25 beside its tokens
@@ -181,6 +184,13 @@ func Run(in io.Reader, out io.Writer) int {
 		}
 		b.WriteString("```\n\n")
 		partial(b.String())
+	case "flood":
+		line := []byte("2026-12-02T15:00:00Z INFO a line of a big log the agent printed\n") // 64 bytes
+		chunk := strings.Repeat(string(line), 8<<10/len(line))
+		for range n / 8 {
+			partial(chunk)
+		}
+		partial("FLOOD-DONE")
 	case "essay":
 		text := Essay()
 		for len(text) > 0 {
