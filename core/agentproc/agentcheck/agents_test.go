@@ -156,6 +156,14 @@ func (a *agent) play() int {
 	if a.mode == "slow-exit" || a.mode == "ignores-sigterm" {
 		return a.slow()
 	}
+	if a.mode == "silent-until-sigterm" {
+		// Prints nothing until SIGTERM, then flushes a result and exits.
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		<-term
+		a.emit(map[string]any{"type": "result", "text": "stopped"})
+		return 143
+	}
 	answer := "You said: " + t.Message
 	if a.mode == "asks-without-permission" {
 		a.emit(map[string]any{"type": "permission_request", "request_id": "1", "tool_name": "Bash", "input": map[string]any{"command": "true"}})

@@ -1,6 +1,7 @@
 package agentcheck
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,11 @@ type Options struct {
 	Environ []string
 	// Label names the profile in the report; "" means its path.
 	Label string
+
+	// termAfter replaces the package's termAfter when positive: tests set
+	// it past the turn bound so the SIGTERM probe always lands at the
+	// first line, however slowly the agent starts.
+	termAfter time.Duration
 }
 
 // Run checks the profile's agent and returns the report. It fails only
@@ -66,7 +72,7 @@ func Run(ctx context.Context, p *agentproc.Profile, opts Options) (*Report, erro
 		msgs = []string{DefaultMessage}
 	}
 	bound := TurnBound(p, opts.TurnTimeout)
-	d := &driver{p: p, environ: opts.Environ}
+	d := &driver{p: p, environ: opts.Environ, termAfter: cmp.Or(opts.termAfter, termAfter)}
 	c := &checker{p: p, f: map[string][]finding{}}
 	run := func(pl plan) *turn {
 		pl.bound = bound

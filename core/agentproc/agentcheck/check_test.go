@@ -42,7 +42,9 @@ func check(t *testing.T, p *agentproc.Profile) *Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rep, err := Run(ctx, p, Options{Messages: []string{"hello there", "please use the tool"}, TurnTimeout: 5 * time.Second})
+	// termAfter past the bound: the SIGTERM probe lands at each agent's
+	// first line, never during a start-up that a loaded machine slows.
+	rep, err := Run(ctx, p, Options{Messages: []string{"hello there", "please use the tool"}, TurnTimeout: 5 * time.Second, termAfter: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +121,68 @@ func TestAgents(t *testing.T) {
 				t.Errorf("OK = %v with fails %q", rep.OK, fails)
 			}
 		})
+	}
+}
+
+// The SIGTERM probe signals an agent that has printed nothing by termAfter
+// at termAfter (P-TIME-2), before any output.
+func TestSIGTERMProbeSilentAgent(t *testing.T) {
+	d := &driver{p: agentProfile(t, "silent-until-sigterm", false, time.Second), termAfter: termAfter}
+	tr := d.run(context.Background(), plan{name: "SIGTERM", message: "hello", sigterm: true, bound: time.Minute})
+	if tr.termAt < termAfter || tr.hung || tr.termKilled {
+		t.Fatalf("SIGTERM at %v (want ≥ %v), hung %v, SIGKILLed %v", tr.termAt, termAfter, tr.hung, tr.termKilled)
+	}
+	for _, l := range tr.lines {
+		if l.at < tr.termAt {
+			t.Errorf("a line at %v, before the SIGTERM at %v", l.at, tr.termAt)
+		}
+	}
+}
+
+// readLines tells "printed nothing yet" only when no byte of stdout came
+// by the deadline: an agent that has begun a line is not silent, however
+// late its reader runs, so the SIGTERM probe waits for the line's end and
+// never cuts it (issue 21: a 9 MiB line cut on a loaded machine).
+func TestReadLinesSilence(t *testing.T) {
+	read := func(t *testing.T, begun string, rest func(w *os.File)) (silent bool, got []line, cut bool) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if _, err := w.WriteString(begun); err != nil {
+			t.Fatal(err)
+		}
+		silentC := make(chan struct{})
+		out := make(chan line, 4)
+		go readLines(r, time.Now(), time.Millisecond, silentC, out, &cut)
+		if begun == "" {
+			<-silentC // nothing is written until it has told
+		}
+		rest(w)
+		w.Close()
+		for l := range out {
+			got = append(got, l)
+		}
+		select {
+		case <-silentC:
+			silent = true
+		default:
+		}
+		return silent, got, cut
+	}
+	const whole = `{"type":"partial","text":"xxxx"}`
+	rest := func(s string) func(*os.File) { return func(w *os.File) { _, _ = w.WriteString(s) } }
+
+	// Part of a line was written before the deadline; the rest long after.
+	silent, got, cut := read(t, whole[:10], rest(whole[10:]+"\n"))
+	if silent || cut || len(got) != 1 || string(got[0].raw) != whole {
+		t.Errorf("begun line: silent %v, cut %v, lines %+v; want not silent, one whole line", silent, cut, got)
+	}
+	// Nothing by the deadline: silent, and what comes later is read whole.
+	silent, got, _ = read(t, "", rest(whole+"\n"))
+	if !silent || len(got) != 1 || string(got[0].raw) != whole {
+		t.Errorf("silent agent: silent %v, lines %+v", silent, got)
 	}
 }
 

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/internal/lines"
@@ -22,7 +25,9 @@ const (
 	// pipeWait bounds the last reads and writes on the agent's pipes.
 	pipeWait = 250 * time.Millisecond
 	// termAfter is when the SIGTERM probe signals an agent that has printed
-	// nothing yet.
+	// nothing yet. One that has printed anything by then is signalled at the
+	// end of its first line instead, so the signal never cuts a line the
+	// agent is still writing, however slow the machine.
 	termAfter = 300 * time.Millisecond
 	// stderrKeep is how much of the end of stderr a turn keeps.
 	stderrKeep = 16 << 10
@@ -42,7 +47,7 @@ type plan struct {
 	// answerDelay is how long each permission request waits for its answer.
 	answerDelay time.Duration
 	deny        bool // deny every permission request (allow otherwise)
-	sigterm     bool // SIGTERM the group at the first stdout line or termAfter
+	sigterm     bool // SIGTERM the group at the first stdout line, or at driver.termAfter if it printed nothing yet
 	bound       time.Duration
 }
 
@@ -113,8 +118,9 @@ type answerJSON struct {
 
 // driver runs probe turns of one profile.
 type driver struct {
-	p       *agentproc.Profile
-	environ []string
+	p         *agentproc.Profile
+	environ   []string
+	termAfter time.Duration
 }
 
 // run plays one probe turn and returns what the agent did. It returns only
@@ -147,7 +153,12 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 	var wg sync.WaitGroup
 	linesC := make(chan line, 16)
 	var cut bool // written before linesC closes
-	wg.Go(func() { readLines(pr.Stdout, start, linesC, &cut) })
+	var silentC chan struct{}
+	if pl.sigterm {
+		silentC = make(chan struct{})
+	}
+	wg.Go(func() { readLines(pr.Stdout, start, d.termAfter, silentC, linesC, &cut) })
+	var silent <-chan struct{} = silentC
 	var lines <-chan line = linesC
 	stderr := &tail.Buffer{Max: stderrKeep}
 	stderrDone := make(chan struct{})
@@ -185,15 +196,10 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 
 	bound := time.NewTimer(pl.bound)
 	defer bound.Stop()
-	var term <-chan time.Time
-	if pl.sigterm {
-		term = time.After(termAfter)
-	}
 	sendTerm := func() {
 		if t.termAt < 0 && exited != nil {
 			pr.Signal(syscall.SIGTERM)
 			t.termAt = since()
-			term = nil
 		}
 	}
 	var grace <-chan time.Time
@@ -294,7 +300,8 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 			t.holdExpired = true
 			t.holdSnapshot = snapshot(pr.PID)
 			closeStdin()
-		case <-term:
+		case <-silent:
+			silent = nil
 			sendTerm()
 		case <-grace:
 			grace = nil
@@ -349,10 +356,15 @@ func (d *driver) run(ctx context.Context, pl plan) *turn {
 // readLines sends every stdout line with its arrival time — a line over
 // agentproc.MaxLineBytes by size only, as the runner skips it — and closes
 // out at the end of stdout, after setting *cut when the last line had no
-// newline.
-func readLines(r io.Reader, start time.Time, out chan<- line, cut *bool) {
+// newline. When silent is not nil it first waits, reading nothing, until
+// silentAfter past start for the agent's first byte, and closes silent if
+// none came by then.
+func readLines(f *os.File, start time.Time, silentAfter time.Duration, silent chan<- struct{}, out chan<- line, cut *bool) {
 	defer close(out)
-	last := &lastByte{r: r}
+	if silent != nil && !awaitOutput(f, start.Add(silentAfter)) {
+		close(silent)
+	}
+	last := &lastByte{r: f}
 	_ = lines.Read(last, agentproc.MaxLineBytes, func(b []byte) error {
 		out <- line{at: time.Since(start), raw: bytes.Clone(b), size: len(b)}
 		return nil
@@ -360,6 +372,31 @@ func readLines(r io.Reader, start time.Time, out chan<- line, cut *bool) {
 		out <- line{at: time.Since(start), size: n}
 	})
 	*cut = last.n > 0 && last.b != '\n'
+}
+
+// awaitOutput waits until f has bytes to read (or no writer left) or the
+// deadline passes, and reports whether it has. It reads nothing, and only
+// readLines reads f, so false means the agent had printed nothing at all by
+// the deadline — not merely that no reader had been scheduled to see it.
+func awaitOutput(f *os.File, deadline time.Time) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return true // cannot tell: wait for the first line
+	}
+	ready := true
+	_ = rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			ms := max(0, (time.Until(deadline)+time.Millisecond-1)/time.Millisecond)
+			n, err := unix.Poll(fds, int(ms))
+			if err == unix.EINTR {
+				continue
+			}
+			ready = err != nil || n > 0
+			return
+		}
+	})
+	return ready
 }
 
 // lastByte remembers the last byte read through it.
