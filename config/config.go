@@ -204,7 +204,7 @@ type Access struct {
 }
 
 // Wildcard in AllowUsers or AllowChats matches any id.
-const Wildcard = "*"
+const Wildcard = core.Wildcard
 
 // Platform holds the settings every chat platform has.
 type Platform struct {

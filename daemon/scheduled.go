@@ -47,7 +47,7 @@ func (c *conversations) known(ctx context.Context, conv core.ConversationKey) bo
 	}
 	if a, ok := cfg.Account(conv.Platform); ok {
 		p := a.Section.Shared()
-		if slices.Contains(p.AllowChats, config.Wildcard) || slices.Contains(p.AllowChats, conv.Channel) || slices.Contains(p.AllowUsers, conv.Channel) {
+		if (core.Access{Users: p.AllowUsers, Chats: p.AllowChats}).Names(conv.Channel) {
 			return true
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -222,19 +221,16 @@ func (h handler) HandleAction(ctx context.Context, a core.Action) {
 // Draining implements core.Drainer.
 func (h handler) Draining() <-chan struct{} { return h.e.gate.begun }
 
-// allowed reports whether user may talk to the bot in conv (deny by default).
+// allowed and approver ask core.Access, the one access rule, of the
+// platform's lists.
 func (ps PlatformSettings) allowed(conv core.ConversationKey, user string) bool {
-	return listed(ps.AllowUsers, user) || listed(ps.AllowChats, conv.Channel)
+	return ps.access().Allows(conv, user)
 }
 
-// approver has no wildcard: letting anyone approve anyone's tool use would
-// defeat the prompt.
-func (ps PlatformSettings) approver(user string) bool {
-	return user != "" && user != "*" && slices.Contains(ps.Approvers, user)
-}
+func (ps PlatformSettings) approver(user string) bool { return ps.access().Approver(user) }
 
-func listed(list []string, id string) bool {
-	return id != "" && (slices.Contains(list, id) || slices.Contains(list, "*"))
+func (ps PlatformSettings) access() core.Access {
+	return core.Access{Users: ps.AllowUsers, Chats: ps.AllowChats, Approvers: ps.Approvers}
 }
 
 // handleMessage handles one message on its conversation's intake; late is
