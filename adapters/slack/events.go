@@ -3,7 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
-
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,13 +16,17 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/internal/httpguard"
 )
 
-// maxEventBody bounds an Events API request body.
-const maxEventBody = 1 << 20
+// maxEventBody caps an Events API or interactivity request body; larger is
+// answered 413. Slack's largest deliveries (a 40,000-character message with
+// its blocks, a button press carrying its message) stay well under it.
+const maxEventBody = 512 << 10
 
 // runEvents serves the Events API (and interactivity) over HTTP on
-// EventsListen until ctx ends.
+// EventsListen until ctx ends, with httpguard's limits
+// (Options.EventsLimits).
 func (a *Adapter) runEvents(ctx context.Context, h core.Handler) error {
 	ln := a.opts.EventsListener
 	if ln == nil {
@@ -31,11 +35,8 @@ func (a *Adapter) runEvents(ctx context.Context, h core.Handler) error {
 			return fmt.Errorf("slack: events listener: %w", err)
 		}
 	}
-	srv := &http.Server{
-		Handler:           a.eventsHandler(ctx, h),
-		ReadHeaderTimeout: 5 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	srv := httpguard.Server(a.eventsHandler(ctx, h), a.opts.EventsLimits)
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	a.log.InfoContext(ctx, "events API listening", "addr", ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -57,19 +58,21 @@ func (a *Adapter) runEvents(ctx context.Context, h core.Handler) error {
 // (messages) are answered 503, so Slack retries them later (with
 // X-Slack-Retry-Num), when the next instance may be up.
 func (a *Adapter) eventsHandler(ctx context.Context, h core.Handler) http.Handler {
+	gate := httpguard.NewGate(a.opts.EventsLimits)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxEventBody+1))
-		if err != nil || len(body) > maxEventBody {
-			http.Error(w, "bad body", http.StatusBadRequest)
-			return
-		}
-		if err := a.verify(r.Header, body); err != nil {
-			a.log.WarnContext(ctx, "events request refused", "err", err, "remote", r.RemoteAddr)
-			http.Error(w, "invalid signature", http.StatusUnauthorized)
+		body, status, err := a.signedBody(w, r, gate)
+		if err != nil {
+			if status == http.StatusUnauthorized {
+				a.log.WarnContext(ctx, "events request refused", "err", err, "remote", r.RemoteAddr)
+			}
+			// Closing spares the server reading an unread body to reuse
+			// the connection.
+			w.Header().Set("Connection", "close")
+			http.Error(w, http.StatusText(status), status)
 			return
 		}
 		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
@@ -108,19 +111,43 @@ func (a *Adapter) eventsHandler(ctx context.Context, h core.Handler) http.Handle
 	})
 }
 
-// verify checks Slack's request signature and timestamp window.
-func (a *Adapter) verify(h http.Header, body []byte) error {
-	sv, err := slackapi.NewSecretsVerifier(h, a.opts.SigningSecret.Reveal())
+// signedBody reads r's body once its headers could be Slack's, and returns
+// it if its signature holds; otherwise the status to answer and why. The
+// signature headers (present, well-formed, timestamp within Slack's five
+// minutes) are checked before a byte of the body is read, and the body is
+// read holding a place in gate, so unsigned requests cost nothing and
+// forged ones hold at most the gate's bound of bodies at once.
+func (a *Adapter) signedBody(w http.ResponseWriter, r *http.Request, gate *httpguard.Gate) ([]byte, int, error) {
+	sv, err := slackapi.NewSecretsVerifier(r.Header, a.opts.SigningSecret.Reveal())
 	if err != nil {
-		return fmt.Errorf("verify request: %w", err)
+		return nil, http.StatusUnauthorized, fmt.Errorf("verify request: %w", err)
 	}
-	if _, err := sv.Write(body); err != nil {
-		return fmt.Errorf("verify request: %w", err)
+	if r.ContentLength > maxEventBody {
+		return nil, http.StatusRequestEntityTooLarge, errors.New("body over the cap")
 	}
-	if err := sv.Ensure(); err != nil {
-		return fmt.Errorf("verify request: %w", err)
+	pass := gate.Enter(w)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBody))
+	if err == nil {
+		sv.Write(body)
+		err = sv.Ensure()
+		if err != nil {
+			err = fmt.Errorf("verify request: %w", err)
+		}
 	}
-	return nil
+	cut := pass.Leave()
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, 0, nil
+	case errors.As(err, &tooBig):
+		return nil, http.StatusRequestEntityTooLarge, err
+	case errors.Is(err, slackapi.ErrInvalidSignature):
+		return nil, http.StatusUnauthorized, err
+	case cut:
+		return nil, http.StatusServiceUnavailable, err // made room for a newer request
+	default:
+		return nil, http.StatusBadRequest, err // a stalled or broken body
+	}
 }
 
 // formRequest handles interactivity (payload=…) and slash commands, which

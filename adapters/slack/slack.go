@@ -31,6 +31,7 @@ import (
 	"github.com/agentbridge/agentbridge/adapters/internal/pace"
 	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
+	"github.com/agentbridge/agentbridge/internal/httpguard"
 )
 
 // Name is the adapter's platform name, ConversationKey.Platform.
@@ -55,6 +56,10 @@ type Options struct {
 	// EventsListen is the host:port the Events API listener binds in
 	// ModeEvents. Requests are accepted on any path.
 	EventsListen string
+	// EventsLimits bound the Events API listener: timeouts, header cap,
+	// and how many requests it reads at once before their signature is
+	// checked. Zero fields take httpguard's defaults.
+	EventsLimits httpguard.Limits
 	// EventsListener, when set, is used instead of listening on
 	// EventsListen (tests pass a listener on 127.0.0.1:0). Run closes it.
 	EventsListener net.Listener
