@@ -352,3 +352,46 @@ func TestEveryPageIsLinkedFromReadme(t *testing.T) {
 		}
 	}
 }
+
+// TestPackageMapNamesEveryPackage: the README's package map names every Go
+// package of the tree, by its path or, below a package it names, by its
+// last element, so the map stays the tree's.
+func TestPackageMapNamesEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "\n## Package map\n")
+	if !ok {
+		t.Fatal("README.md has no ## Package map section")
+	}
+	section, _, _ := strings.Cut(after, "\n## ")
+	fsys := os.DirFS("..")
+	var pkgs []string
+	err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(p, ".go") && !slices.Contains(pkgs, path.Dir(p)) {
+			pkgs = append(pkgs, path.Dir(p))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("found only %d packages: %v", len(pkgs), pkgs)
+	}
+	for _, p := range pkgs {
+		if !strings.Contains(section, "`"+p+"`") && !strings.Contains(section, "`"+path.Base(p)+"`") {
+			t.Errorf("the README's package map does not name %s", p)
+		}
+	}
+}
