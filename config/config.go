@@ -441,6 +441,14 @@ func Inspect(data []byte, path string, opts Options) (*Config, error) {
 	return parse(data, path, opts)
 }
 
+// Default returns the configuration an empty file would give, before paths
+// are resolved: what a bridge run without a config file (the terminal
+// chat) starts from.
+func Default() *Config {
+	c := defaults()
+	return &c
+}
+
 // defaults returns the configuration an empty file would give, before
 // paths are resolved.
 func defaults() Config {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/internal/yamlnode"
 	"github.com/agentbridge/agentbridge/internal/cronexpr"
+	"github.com/agentbridge/agentbridge/internal/yamlnode"
 )
 
 // platformNames lists the names a route may give as its platform: every

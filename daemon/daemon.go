@@ -18,10 +18,10 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/daemon/metrics"
-	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/daemon/schedule"
-	"github.com/agentbridge/agentbridge/store"
 	"github.com/agentbridge/agentbridge/daemon/trigger"
+	"github.com/agentbridge/agentbridge/profiles"
+	"github.com/agentbridge/agentbridge/store"
 )
 
 // Options configure Serve.
@@ -110,7 +110,7 @@ func Serve(ctx context.Context, opts Options) error {
 		defer trigLn.Close()
 	}
 	sched := schedule.New(scheduleEntries(cfg), st, log)
-	eng := engine.New(st, settings(cfg, profs), engine.Options{Log: log, Observer: m, Schedules: sched})
+	eng := engine.New(st, EngineSettings(cfg, profs), engine.Options{Log: log, Observer: m, Schedules: sched})
 	convs := &conversations{served: names, st: st}
 	convs.cfg.Store(cfg)
 

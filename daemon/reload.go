@@ -12,8 +12,8 @@ import (
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/daemon/metrics"
-	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/daemon/schedule"
+	"github.com/agentbridge/agentbridge/profiles"
 )
 
 // reloader re-reads the config on each hangup and applies what can change
@@ -62,7 +62,7 @@ func (r reloader) reload() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.eng.Reload(settings(cfg, profs))
+	r.eng.Reload(EngineSettings(cfg, profs))
 	if r.sched != nil {
 		r.sched.Reload(scheduleEntries(cfg))
 	}
@@ -79,9 +79,10 @@ func profileNames(cfg *config.Config) []string {
 	return slices.Sorted(maps.Keys(cfg.Profiles))
 }
 
-// settings turns a validated config and its loaded profiles into the
-// engine's settings.
-func settings(cfg *config.Config, profs map[string]*agentproc.Profile) *engine.Settings {
+// EngineSettings turns a validated config and its loaded profiles into the
+// engine's settings: serve at start and on every reload, and the terminal
+// chat from config.Default, so the two read a config one way.
+func EngineSettings(cfg *config.Config, profs map[string]*agentproc.Profile) *engine.Settings {
 	platforms := map[string]engine.PlatformSettings{}
 	for _, a := range cfg.Accounts {
 		p := a.Section.Shared()

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/adapters/platforms"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/core/platformtest"
 	"github.com/agentbridge/agentbridge/internal/testagent"
-	"github.com/agentbridge/agentbridge/adapters/platforms"
 	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/store"
 )
@@ -52,7 +52,7 @@ func TestReloadAppliesValidConfigAndKeepsOldOnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, plat := startEngine(t, cfg.Store, settings(cfg, profs))
+	eng, plat := startEngine(t, cfg.Store, EngineSettings(cfg, profs))
 	r := reloader{path: path, kinds: kinds, eng: eng, log: slog.New(slog.DiscardHandler)}
 	conv := core.ConversationKey{Platform: "telegram", Channel: "42"}
 	bob := core.User{ID: "bob"}

@@ -11,8 +11,8 @@ import (
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/daemon/schedule"
-	"github.com/agentbridge/agentbridge/store"
 	"github.com/agentbridge/agentbridge/daemon/trigger"
+	"github.com/agentbridge/agentbridge/store"
 )
 
 // scheduleEntries turns the config's schedules into the scheduler's.

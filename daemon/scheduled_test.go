@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentbridge/agentbridge/adapters/platforms"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/adapters/platforms"
-	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/daemon/schedule"
+	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/store"
 )
 
@@ -39,7 +39,7 @@ func TestReloadAppliesSchedules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, _ := startEngine(t, cfg.Store, settings(cfg, profs))
+	eng, _ := startEngine(t, cfg.Store, EngineSettings(cfg, profs))
 	st, err := store.Open(filepath.Join(dir, "other.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -14,15 +14,14 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentbridge/agentbridge/adapters/console"
+	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/daemon"
 	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/store"
 )
-
-// chatPlaceholderDelay is serve's default placeholder_delay.
-const chatPlaceholderDelay = 1500 * time.Millisecond
 
 // cmdChat is the terminal adapter: one local conversation, replies streamed
 // in place, permission prompts answered by typing a key.
@@ -105,20 +104,19 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		})
 		defer stop()
 	}
-	eng := engine.New(st, &engine.Settings{
-		Platforms: map[string]engine.PlatformSettings{
-			adapter.Name(): {Scope: core.ScopeChannel, Prefix: "/", AllowUsers: []string{"*"}},
-		},
-		// Named as serve would: an agent session id belongs to the profile
-		// that made it, so `chat --profile` with another agent starts fresh.
-		Profiles:       map[string]*agentproc.Profile{prof.Name: prof},
-		DefaultProfile: prof.Name,
-		Presenter: engine.PresenterSettings{
-			PlaceholderDelay: chatPlaceholderDelay,
-			ShowThinking:     !*hideThinking,
-			UsageFooter:      true,
-		},
-	}, engine.Options{Log: log})
+	// serve's defaults, with the usage footer on. The profile is named as
+	// serve would: an agent session id belongs to the profile that made
+	// it, so `chat --profile` with another agent starts fresh.
+	cfg := config.Default()
+	cfg.DefaultProfile = prof.Name
+	cfg.Presenter.UsageFooter = true
+	if *hideThinking {
+		cfg.Presenter.Thinking = config.ThinkingHide
+	}
+	settings := daemon.EngineSettings(cfg, map[string]*agentproc.Profile{prof.Name: prof})
+	// The terminal is the one user's own: anyone at it may use the bot.
+	settings.Platforms[adapter.Name()] = engine.PlatformSettings{Scope: core.ScopeChannel, Prefix: "/", AllowUsers: []string{core.Wildcard}}
+	eng := engine.New(st, settings, engine.Options{Log: log})
 	h := eng.Handler(adapter)
 
 	who := "the built-in demo agent"
