@@ -21,8 +21,8 @@ import (
 
 // runEngine runs the engine (allowing alice), a real store, the adapter
 // and a real agent process against fake until the test ends, logging to
-// logW when set. It returns once the gateway is connected.
-func runEngine(t *testing.T, fake *discordtest.Server, logW io.Writer) *engine.Engine {
+// logW when set. tweaks change the agent profile. It returns once the gateway is connected.
+func runEngine(t *testing.T, fake *discordtest.Server, logW io.Writer, tweaks ...func(*agentproc.Profile)) *engine.Engine {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "bridge.db"), store.Options{})
 	if err != nil {
@@ -36,6 +36,9 @@ func runEngine(t *testing.T, fake *discordtest.Server, logW io.Writer) *engine.E
 		Name: "test", Command: os.Args[0], Args: []string{"-test.run=^$"},
 		Env:     map[string]string{testagent.Env: "1", "GORACE": "atexit_sleep_ms=0"},
 		Timeout: 30 * time.Second, KillGrace: 300 * time.Millisecond, Streaming: true,
+	}
+	for _, tw := range tweaks {
+		tw(prof)
 	}
 	log := slog.New(slog.DiscardHandler)
 	if logW != nil {
