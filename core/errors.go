@@ -29,8 +29,9 @@ type RateLimitError struct {
 	Err        error // the platform's error, if any
 	// Turn is set when the adapter's own rate budget refused the call
 	// before it reached the platform: RetryAfter is when this caller's turn
-	// comes. A reply's final text (a Post not Interim) asks for its own
-	// turn, which comes first, instead of waiting for it.
+	// comes at the post's Priority. A reply's final text (PriorityFinal)
+	// asks for its own turn, which comes first, instead of waiting for an
+	// interim frame's. Only the budgets (adapters/internal/pace) set it.
 	Turn bool
 }
 

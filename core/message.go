@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -109,17 +110,54 @@ type Post struct {
 	// group, a Discord reply) link to it; others ignore it. Edits ignore
 	// it.
 	ReplyTo string
-	// Interim marks a streamed reply's text that later text replaces (the
-	// presenter's frames before the final text): adapters' rate budgets
-	// send every other post first (a reply's final text, notices, prompts;
-	// adapters/internal/pace), and a Telegram draft becomes a real message only with
-	// text that is not interim (or is Full).
-	Interim bool
-	// Full marks interim text that fills its message while the reply goes
-	// on in the next one: this message's text is final, though the reply
-	// is not (it keeps its place in the budget as an interim frame). A
-	// Telegram draft showing it becomes a real message with this call.
-	Full bool
+	// Priority ranks the post among the calls sharing a platform's rate
+	// budget and says whether its text is final; the zero value is
+	// PriorityFinal (notices, prompts, a reply's final text).
+	Priority Priority
+}
+
+// Priority is what a post's text is to the reply it belongs to: the
+// presenter sets it, and adapters pass it to their rate budgets as is
+// (adapters/internal/pace) instead of deciding from the post which calls
+// go first.
+type Priority uint8
+
+const (
+	// PriorityFinal is text nothing later replaces: a reply's final text,
+	// a notice, a permission prompt or its outcome. It goes before every
+	// interim call in a rate budget.
+	PriorityFinal Priority = iota
+	// PriorityFull is a streamed piece that fills its message while the
+	// reply goes on in the next one: this message's text is final (a
+	// Telegram draft showing it becomes a real message with this call),
+	// but it keeps an interim frame's place in the budgets — ranking it
+	// first cost a Telegram group's finals their reserve (0d7bd5f).
+	PriorityFull
+	// PriorityInterim is a streamed reply's frame that later text
+	// replaces.
+	PriorityInterim
+)
+
+// First reports whether a call with p goes before every interim call in a
+// rate budget: only final text does.
+func (p Priority) First() bool { return p == PriorityFinal }
+
+// Replaced reports whether later text replaces the post's text (an
+// interim frame), so it may be shown as a preview (a Telegram draft)
+// rather than a message.
+func (p Priority) Replaced() bool { return p == PriorityInterim }
+
+// String names p for logs and test failures.
+func (p Priority) String() string {
+	switch p {
+	case PriorityFinal:
+		return "final"
+	case PriorityFull:
+		return "full"
+	case PriorityInterim:
+		return "interim"
+	}
+	return fmt.Sprintf("Priority(%d)", uint8(p))
 }
 
 // MessageRef names a message the bridge sent, for later edits.

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/core"
 )
 
 // A bucket hash Discord announces is shared by one route template across
@@ -36,7 +38,7 @@ func TestRemainingZeroHoldsTheRoute(t *testing.T) {
 	if d := rt.wait("PATCH 1 messages"); d < 2*time.Second || d > 2500*time.Millisecond {
 		t.Fatalf("route held %v; want about 2.5 s", d)
 	}
-	if d := rt.route("PATCH 1 messages").TryTake("x", true); d < 2*time.Second {
+	if d := rt.route("PATCH 1 messages").TryTake("x", core.PriorityFinal); d < 2*time.Second {
 		t.Fatalf("a call was allowed %v into a spent bucket", d)
 	}
 	if d := rt.wait("PATCH 2 messages"); d != 0 {

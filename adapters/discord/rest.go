@@ -173,20 +173,15 @@ func routeKey(method, path string) string {
 }
 
 // budget takes one request of route's budget for caller, in its fair turn
-// (first: text nothing replaces, before interim frames), then one of the global budget. When
-// the turn is more than maxWait away it fails with a *core.RateLimitError
-// saying when it comes, without calling Discord: sends wait up to maxWait,
-// because a refused notice would be lost; edits never wait, so the
-// presenter coalesces.
-func (a *Adapter) budget(ctx context.Context, route, caller string, first bool, maxWait time.Duration) error {
-	d, err := a.rt.route(route).TakeWithin(ctx, caller, first, maxWait)
-	if err != nil {
+// at priority p, then one of the global budget. When the turn is more than
+// maxWait away it fails with a *core.RateLimitError saying when it comes,
+// without calling Discord: sends wait up to maxWait, because a refused
+// notice would be lost; edits never wait, so the presenter coalesces.
+func (a *Adapter) budget(ctx context.Context, route, caller string, p core.Priority, maxWait time.Duration) error {
+	if err := a.rt.route(route).Claim(ctx, caller, p, maxWait); err != nil {
 		return err
 	}
-	if d > 0 {
-		return &core.RateLimitError{RetryAfter: d, Turn: true}
-	}
-	return a.rt.global.Take(ctx, caller, first)
+	return a.rt.global.Take(ctx, caller, p)
 }
 
 // target is the channel id messages of conv go to: the thread, if any.
@@ -207,7 +202,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	if ch == "" {
 		return core.MessageRef{}, fmt.Errorf("discord: send: no channel in %s: %w", to, core.ErrNotFound)
 	}
-	if err := a.budget(ctx, "POST "+ch+" messages", to.String(), !p.Interim, sendWait); err != nil {
+	if err := a.budget(ctx, "POST "+ch+" messages", to.String(), p.Priority, sendWait); err != nil {
 		return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
 	}
 	send := &discordgo.MessageSend{
@@ -221,7 +216,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 		// A reply Discord refuses must never cost the message itself.
 		a.log.Warn("reply refused; sending it as a plain message", "channel", ch, "err", a.scrub(err))
 		send.Reference = nil
-		if err = a.budget(ctx, "POST "+ch+" messages", to.String(), !p.Interim, sendWait); err != nil {
+		if err = a.budget(ctx, "POST "+ch+" messages", to.String(), p.Priority, sendWait); err != nil {
 			return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
 		}
 		m, err = a.sess.ChannelMessageSendComplex(ch, send, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
@@ -253,7 +248,7 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 	if known && time.Since(at) >= editWindow {
 		return fmt.Errorf("discord: edit message %s: older than Discord's %s edit window: %w", ref.ID, editWindow, core.ErrNotFound)
 	}
-	if err := a.budget(ctx, "PATCH "+ch+" messages", ref.ID, !p.Interim, 0); err != nil {
+	if err := a.budget(ctx, "PATCH "+ch+" messages", ref.ID, p.Priority, 0); err != nil {
 		return fmt.Errorf("discord: edit message %s: %w", ref.ID, err)
 	}
 	text := content(p)

@@ -33,7 +33,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	// Slack returns anyway holds the channel and goes back to the caller,
 	// which retries (the engine for notices, the presenter for replies).
 	posts := a.posts.Get(to.Channel)
-	if err := posts.Take(ctx, to.String(), !p.Interim); err != nil {
+	if err := posts.Take(ctx, to.String(), p.Priority); err != nil {
 		return core.MessageRef{}, fmt.Errorf("slack chat.postMessage: %w", err)
 	}
 	ch, ts, err := a.api.PostMessageContext(ctx, to.Channel, opts...)
@@ -67,11 +67,11 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 	a.mu.Unlock()
 	edits := a.edits.Get(ref.Conv.Workspace)
 	if hasButtons {
-		if err := edits.Take(ctx, key, true); err != nil {
+		if err := edits.Take(ctx, key, core.PriorityFinal); err != nil {
 			return fmt.Errorf("slack chat.update: %w", err)
 		}
-	} else if d := edits.TryTake(key, !p.Interim); d > 0 {
-		return &core.RateLimitError{RetryAfter: d, Turn: true}
+	} else if err := edits.Claim(ctx, key, p.Priority, 0); err != nil {
+		return err
 	}
 	_, _, _, err := a.api.UpdateMessageContext(ctx, ref.Conv.Channel, ref.ID, a.content(p)...)
 	if err != nil {

@@ -512,7 +512,7 @@ func TestEditBudgetSharedByWorkspace(t *testing.T) {
 	}
 	var errs []error
 	for _, ref := range refs {
-		errs = append(errs, a.Edit(ctx, ref, core.Post{Text: "y", Interim: true})) // stream frames
+		errs = append(errs, a.Edit(ctx, ref, core.Post{Text: "y", Priority: core.PriorityInterim})) // stream frames
 	}
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatalf("first two edits: %v", errs)

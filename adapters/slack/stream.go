@@ -67,7 +67,7 @@ func (a *Adapter) StartStream(ctx context.Context, conv core.ConversationKey) (c
 	// The stream is a new message in the channel: it waits its turn with
 	// chat.postMessage.
 	posts := a.posts.Get(conv.Channel)
-	if err := posts.Take(ctx, conv.String(), false); err != nil {
+	if err := posts.Take(ctx, conv.String(), core.PriorityInterim); err != nil {
 		return nil, fmt.Errorf("slack chat.startStream: %w", err)
 	}
 	_, ts, err := a.api.StartStreamContext(ctx, conv.Channel, opts...)
@@ -150,6 +150,10 @@ func (s *stream) Stop(ctx context.Context, markdown string) error {
 // stop is set, the last chunk with chat.stopStream. Progress is kept in
 // s.sent, so a call that fails midway resumes where it broke off.
 func (s *stream) deliver(ctx context.Context, full string, end int, stop bool) error {
+	prio := core.PriorityInterim // appended text: the stream goes on
+	if stop {
+		prio = core.PriorityFinal // the reply's end: nothing replaces it
+	}
 	for {
 		rest := full[s.sent:end]
 		if rest == "" && !stop {
@@ -159,8 +163,8 @@ func (s *stream) deliver(ctx context.Context, full string, end int, stop bool) e
 		last := n == len(rest)
 		text := render.DefuseMentions(rest[:n])
 		budget := s.a.streams.Get(s.ref.Conv.Workspace)
-		if d := budget.TryTake(s.ref.Conv.String(), stop); d > 0 {
-			return &core.RateLimitError{RetryAfter: d, Turn: true}
+		if err := budget.Claim(ctx, s.ref.Conv.String(), prio, 0); err != nil {
+			return err
 		}
 		var err error
 		if stop && last {

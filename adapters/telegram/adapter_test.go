@@ -545,10 +545,10 @@ func TestDraftErrors(t *testing.T) {
 	ctx := t.Context()
 	dm := core.ConversationKey{Platform: "telegram", Channel: "1001"}
 	// Rejected markup is about the text: core resends plain, drafts stay on.
-	if _, err := e.ad.Send(ctx, dm, core.Post{Text: "<b>unclosed", Interim: true}); !errors.Is(err, core.ErrFormatting) {
+	if _, err := e.ad.Send(ctx, dm, core.Post{Text: "<b>unclosed", Priority: core.PriorityInterim}); !errors.Is(err, core.ErrFormatting) {
 		t.Fatalf("Send with bad markup = %v; want ErrFormatting", err)
 	}
-	ref, err := e.ad.Send(ctx, dm, core.Post{Text: "<b>fine</b>", Interim: true})
+	ref, err := e.ad.Send(ctx, dm, core.Post{Text: "<b>fine</b>", Priority: core.PriorityInterim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +603,7 @@ func TestPromptOutcomeEditWaitsForBudget(t *testing.T) {
 	}
 	// A streaming reply uses up the group's budget...
 	for i := 1; ; i++ {
-		err := e.ad.Edit(ctx, stream, core.Post{Text: "s" + strconv.Itoa(i), Interim: true})
+		err := e.ad.Edit(ctx, stream, core.Post{Text: "s" + strconv.Itoa(i), Priority: core.PriorityInterim})
 		if _, limited := core.RetryAfter(err); limited {
 			break
 		} else if err != nil {
@@ -620,7 +620,7 @@ func TestPromptOutcomeEditWaitsForBudget(t *testing.T) {
 	}
 	// Once its keyboard is gone, it is an ordinary message again: over
 	// budget, an interim edit is refused at once for the caller to coalesce.
-	if _, limited := core.RetryAfter(e.ad.Edit(ctx, prompt, core.Post{Text: "again", Interim: true})); !limited {
+	if _, limited := core.RetryAfter(e.ad.Edit(ctx, prompt, core.Post{Text: "again", Priority: core.PriorityInterim})); !limited {
 		t.Errorf("an edit over budget of a message without buttons was not refused")
 	}
 }

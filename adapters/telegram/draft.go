@@ -16,8 +16,8 @@ import (
 // Streaming with sendMessageDraft (Bot API 9.3+), private chats only. A
 // draft is an ephemeral preview that must be finished with a real message.
 // A draft becomes a real message as soon as its text is final: with the
-// reply's final text (an edit not core.Post.Interim: one sendMessage, no
-// last draft update), when the presenter says a piece of a long reply is
+// reply's final text (an edit whose core.Priority is not Replaced: one
+// sendMessage, no last draft update; a full piece too), when the presenter says a piece of a long reply is
 // full (core.MessageFinalizer; the reply goes on in a new draft), when
 // buttons are put on it, when Run returns, or after DraftIdle of quiet, so
 // a long pause (a tool call) never lets the preview lapse. Later edits
@@ -46,7 +46,7 @@ const draftMemory = time.Hour
 // text (a streamed reply's frame) without buttons in a private chat. Plain posts are the bridge's notices
 // (and the placeholder), which should appear at once as real messages.
 func (a *Adapter) useDraft(chat int64, p core.Post) bool {
-	return a.opts.Drafts && !a.noDrafts.Load() && chat > 0 && len(p.Buttons) == 0 && !p.Plain && p.Interim && !p.Full
+	return a.opts.Drafts && !a.noDrafts.Load() && chat > 0 && len(p.Buttons) == 0 && !p.Plain && p.Priority.Replaced()
 }
 
 // sendDraft starts a draft. It reports ok=false when the server does not
@@ -93,8 +93,8 @@ func (a *Adapter) pushDraft(ctx context.Context, d *draft, caller string, p core
 	params["chat_id"] = d.conv.Channel
 	params["draft_id"] = strconv.FormatInt(d.id, 10)
 	params.AddNonEmpty("message_thread_id", d.conv.Thread)
-	if wait := a.budget(d.chat).TryTake(caller, false); wait > 0 {
-		return &core.RateLimitError{RetryAfter: wait, Turn: true}
+	if err := a.budget(d.chat).Claim(ctx, caller, core.PriorityInterim, 0); err != nil {
+		return err
 	}
 	if _, err := a.call(ctx, "sendMessageDraft", params); err != nil {
 		a.blocked(d.chat, err)
@@ -189,7 +189,7 @@ func (a *Adapter) editDraft(ctx context.Context, ref core.MessageRef, p core.Pos
 		return core.ErrNotFound
 	case d.real != "":
 		return a.editMessage(ctx, core.MessageRef{Conv: ref.Conv, ID: d.real}, p)
-	case len(p.Buttons) > 0 || !p.Interim || p.Full:
+	case len(p.Buttons) > 0 || !p.Priority.Replaced():
 		// Buttons need a real message; so does text nothing will replace
 		// (a reply's final text, or a full piece of a long one), which
 		// then goes at once.
@@ -274,7 +274,7 @@ func (a *Adapter) finishLocked(ctx context.Context, d *draft) error {
 	a.mu.Unlock()
 	// Its text is final now (nothing replaces it): it goes before
 	// anyone's interim frames.
-	p.Interim = false
+	p.Priority = core.PriorityFinal
 	for attempt := 0; ; attempt++ {
 		ref, err := a.sendMessage(ctx, d.conv, d.chat, p, 0) // drafts are private: no quote
 		if err == nil {

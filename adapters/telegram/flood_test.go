@@ -99,11 +99,11 @@ func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
 	ctx := t.Context()
 	dm := core.ConversationKey{Platform: "telegram", Channel: "1001"}
 	drafts := func() int { return len(e.fake.Calls("sendMessageDraft")) }
-	a, err := e.ad.Send(ctx, dm, core.Post{Text: "a", Interim: true})
+	a, err := e.ad.Send(ctx, dm, core.Post{Text: "a", Priority: core.PriorityInterim})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := e.ad.Send(ctx, dm, core.Post{Text: "b", Interim: true})
+	b, err := e.ad.Send(ctx, dm, core.Post{Text: "b", Priority: core.PriorityInterim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,9 +115,9 @@ func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
 		}
 		return rl.RetryAfter
 	}
-	_, err = e.ad.Send(ctx, dm, core.Post{Text: "c", Interim: true})
+	_, err = e.ad.Send(ctx, dm, core.Post{Text: "c", Priority: core.PriorityInterim})
 	wait := turn("a third first draft", err)
-	turn("a draft update", e.ad.Edit(ctx, a, core.Post{Text: "a2", Interim: true}))
+	turn("a draft update", e.ad.Edit(ctx, a, core.Post{Text: "a2", Priority: core.PriorityInterim}))
 	if n := drafts(); n != 2 {
 		t.Errorf("%d sendMessageDraft calls; want the refused ones not sent", n)
 	}
@@ -132,7 +132,7 @@ func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
 	var c core.MessageRef
 	for attempt := 0; ; attempt++ {
 		time.Sleep(wait) // the turn the adapter named: what is under test, not synchronization
-		c, err = e.ad.Send(ctx, dm, core.Post{Text: "c", Interim: true})
+		c, err = e.ad.Send(ctx, dm, core.Post{Text: "c", Priority: core.PriorityInterim})
 		if err == nil {
 			break
 		}
@@ -158,11 +158,11 @@ func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
 func TestDraftWaitInOneChatHoldsUpNoOther(t *testing.T) {
 	e := newEnv(t, func(o *telegram.Options) { o.Drafts, o.DraftIdle = true, time.Minute })
 	ctx := t.Context()
-	a, err := e.ad.Send(ctx, core.ConversationKey{Platform: "telegram", Channel: "1001"}, core.Post{Text: "a", Interim: true})
+	a, err := e.ad.Send(ctx, core.ConversationKey{Platform: "telegram", Channel: "1001"}, core.Post{Text: "a", Priority: core.PriorityInterim})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := e.ad.Send(ctx, core.ConversationKey{Platform: "telegram", Channel: "1002"}, core.Post{Text: "b", Interim: true})
+	b, err := e.ad.Send(ctx, core.ConversationKey{Platform: "telegram", Channel: "1002"}, core.Post{Text: "b", Priority: core.PriorityInterim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestDraftWaitInOneChatHoldsUpNoOther(t *testing.T) {
 		calls := e.fake.Calls("sendMessage")
 		return len(calls) > 0 && calls[0].Fault != nil
 	})
-	if err := e.ad.Edit(ctx, b, core.Post{Text: "b2", Interim: true}); err != nil {
+	if err := e.ad.Edit(ctx, b, core.Post{Text: "b2", Priority: core.PriorityInterim}); err != nil {
 		t.Fatalf("chat 1002's draft update: %v", err)
 	}
 	if err := <-finalA; err != nil {

@@ -52,7 +52,7 @@ func (a *Adapter) sendMessage(ctx context.Context, to core.ConversationKey, chat
 	// Wait for the chat's budget: that paces calls. A refusal Telegram
 	// returns anyway (429) goes back to the caller, which retries (the
 	// engine for notices and prompts, the presenter for replies).
-	if err := a.await(ctx, chat, to.String(), !p.Interim, maxSendWait); err != nil {
+	if err := a.await(ctx, chat, to.String(), p.Priority, maxSendWait); err != nil {
 		return core.MessageRef{}, err
 	}
 	resp, err := a.call(ctx, "sendMessage", params)
@@ -97,10 +97,10 @@ func (a *Adapter) editMessage(ctx context.Context, ref core.MessageRef, p core.P
 	_, hasKeyboard := a.keyboards[key]
 	a.mu.Unlock()
 	if !hasKeyboard {
-		if d := a.budget(chat).TryTake(key, !p.Interim); d > 0 {
-			return &core.RateLimitError{RetryAfter: d, Turn: true}
+		if err := a.budget(chat).Claim(ctx, key, p.Priority, 0); err != nil {
+			return err
 		}
-	} else if err := a.await(ctx, chat, key, true, maxSendWait); err != nil {
+	} else if err := a.await(ctx, chat, key, core.PriorityFinal, maxSendWait); err != nil {
 		// A prompt's last edit (its outcome, keyboard removed) is made once
 		// by core and never retried: wait for the budget like a Send.
 		return err
@@ -124,15 +124,11 @@ func (a *Adapter) markKeyboard(key string, on bool) {
 	}
 }
 
-// await takes one message from chat's budget for caller (in its fair turn;
-// first: before interim frames), waiting maxWait at most.
-func (a *Adapter) await(ctx context.Context, chat int64, caller string, first bool, maxWait time.Duration) error {
-	d, err := a.budget(chat).TakeWithin(ctx, caller, first, maxWait)
-	if err != nil {
+// await takes one message from chat's budget for caller (in its fair turn
+// at priority p), waiting maxWait at most.
+func (a *Adapter) await(ctx context.Context, chat int64, caller string, p core.Priority, maxWait time.Duration) error {
+	if err := a.budget(chat).Claim(ctx, caller, p, maxWait); err != nil {
 		return fmt.Errorf("telegram: %w", err)
-	}
-	if d > 0 {
-		return &core.RateLimitError{RetryAfter: d, Turn: true}
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ type outcome struct {
 // attempt describes the write an error came from.
 type attempt struct {
 	edit    bool // an edit of a message (else a post)
-	interim bool // core.Post.Interim
+	interim bool // not core.PriorityFinal (a frame or a full piece)
 	plain   bool // already plain text: a markup refusal has no fallback
 	maxText int  // the length it was split at
 }

@@ -76,7 +76,7 @@ type action struct {
 	// write:
 	idx         int       // the group's message
 	send        bool      // a new message (else an edit of sent[idx])
-	post        core.Post // what it shows; Interim unless it carries the final text
+	post        core.Post // what it shows; PriorityFinal only with the final text
 	placeholder bool      // it shows only the placeholder
 	// to: the output offset the post shows up to, in a piece pieceLen
 	// long (without the quiet line), when it goes to the group's last
@@ -114,7 +114,7 @@ func decide(r reply, c *settings, v view) (reply, action) {
 		}
 		if text != "" && (len(r.sent) == 0 || r.sent[0].text != text) {
 			a := action{kind: write, send: len(r.sent) == 0, placeholder: true, to: -1,
-				post: core.Post{Text: text, Plain: true, Interim: true}}
+				post: core.Post{Text: text, Plain: true, Priority: core.PriorityInterim}}
 			if a.send && !r.replied {
 				a.post.ReplyTo = c.opts.ReplyTo
 			}
@@ -262,14 +262,26 @@ func (r *reply) firstDiff(want []string) int {
 	return -1
 }
 
+// piecePriority is what piece idx of f is to the adapters: final text
+// once the reply ended, else a full piece when more follows it, else an
+// interim frame.
+func piecePriority(f *frame, idx int) core.Priority {
+	switch {
+	case f.final != nil:
+		return core.PriorityFinal
+	case idx < len(f.want)-1:
+		return core.PriorityFull
+	}
+	return core.PriorityInterim
+}
+
 // writePiece is the write of piece idx of f.
 func (r *reply) writePiece(c *settings, v *view, idx int, f *frame) action {
 	// A piece with more after it is full, its text final (freeze keeps
 	// it as shown): a Telegram draft showing it becomes a real message
 	// with this one call, not a draft update and then the message.
 	a := action{kind: write, idx: idx, send: idx >= len(r.sent),
-		post: core.Post{Text: f.want[idx], Plain: r.plain, Interim: f.final == nil,
-			Full: f.final == nil && idx < len(f.want)-1}}
+		post: core.Post{Text: f.want[idx], Plain: r.plain, Priority: piecePriority(f, idx)}}
 	if a.send && len(r.sent) == 0 && !r.replied {
 		a.post.ReplyTo = c.opts.ReplyTo
 	}

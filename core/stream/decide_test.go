@@ -102,10 +102,10 @@ func describe(a action) string {
 			op = "send"
 		}
 		fmt.Fprintf(&b, "%s #%d %q", op, a.idx, a.post.Text)
-		if a.post.Interim {
+		if a.post.Priority != core.PriorityFinal {
 			b.WriteString(" interim")
 		}
-		if a.post.Full {
+		if a.post.Priority == core.PriorityFull {
 			b.WriteString(" full")
 		}
 		if a.placeholder {
@@ -499,7 +499,7 @@ func TestRecord(t *testing.T) {
 		p.settle(t, streaming(paraA+"\n\n"+paraB+"\n\n"+paraC, at(0)))
 		return p
 	}
-	edit1 := action{kind: write, idx: 1, post: core.Post{Text: "x", Interim: true}}
+	edit1 := action{kind: write, idx: 1, post: core.Post{Text: "x", Priority: core.PriorityInterim}}
 	tests := []struct {
 		name  string
 		o     outcome

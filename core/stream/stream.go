@@ -253,8 +253,9 @@ func (s *Presenter) loop(ctx context.Context) error {
 
 		// Respect the cadence and any rate limit. New partials arriving
 		// meanwhile are coalesced: the text is decided anew after the wait.
-		if d := time.Until(pace.next(!a.post.Interim)); d > 0 {
-			if err := s.pauseUntilFinal(ctx, d, a.post.Interim); err != nil {
+		final := a.post.Priority == core.PriorityFinal
+		if d := time.Until(pace.next(final)); d > 0 {
+			if err := s.pauseUntilFinal(ctx, d, !final); err != nil {
 				return fmt.Errorf("present reply in %s: %w", s.conv, err)
 			}
 			continue
@@ -269,7 +270,7 @@ func (s *Presenter) loop(ctx context.Context) error {
 			ref = r.sent[a.idx].ref
 			err = s.plat.Edit(ctx, ref, a.post)
 		}
-		o := classify(err, attempt{edit: !a.send, interim: a.post.Interim, plain: r.plain, maxText: r.maxText}, ctx.Err())
+		o := classify(err, attempt{edit: !a.send, interim: !final, plain: r.plain, maxText: r.maxText}, ctx.Err())
 		now, backoff := time.Now(), pace.backoff
 		pace.record(now, o)
 		if m, last := r.record(&a, ref, o, now); last {

@@ -6,14 +6,16 @@
 // A Budget aims at Headroom of the documented or announced rate, so
 // scheduling jitter never earns a 429. Callers that want a call queue in
 // the order they first asked (round robin: a caller that just spent goes
-// to the back), except that calls marked first (a reply's final text, a
-// notice, a prompt: text nothing later replaces) go before anyone's
-// interim ones, and interim calls leave one call of a burst (or
+// to the back), except that calls whose core.Priority is First (a reply's
+// final text, a notice, a prompt: text nothing later replaces) go before
+// anyone's interim ones, and interim calls leave one call of a burst (or
 // Limit.Reserve calls; or one of a Window) free for them. A caller that
-// is refused is told when its turn comes (TryTake) and keeps its place
-// while it comes back then, so a streaming reply can coalesce the text
-// that arrives meanwhile; blocking callers use Take. Hold stops the budget
-// until a platform's Retry-After or an announced reset.
+// is refused is told when its turn comes (TryTake, or Claim's
+// *core.RateLimitError) and keeps its place while it comes back then, so
+// a streaming reply can coalesce the text that arrives meanwhile; blocking
+// callers use Take. Hold stops the budget until a platform's Retry-After
+// or an announced reset. Adapters pass a post's Priority as it is: the
+// ranking is decided here, once.
 package pace
 
 import (
@@ -22,6 +24,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/agentbridge/agentbridge/core"
 )
 
 // Headroom is the share of a platform's rate a Budget aims at: under it,
@@ -182,12 +186,13 @@ func (b *Budget) refill(now time.Time) {
 	}
 }
 
-// TryTake takes one call for key if it is key's turn and returns 0;
-// otherwise it takes nothing, keeps key's place in the queue and returns
-// how long until key's turn. first marks a call that goes before every
-// interim call (a reply's final text, a notice). key names
-// the caller (a conversation): one key holds one place.
-func (b *Budget) TryTake(key string, first bool) time.Duration {
+// TryTake takes one call for key at priority p if it is key's turn and
+// returns 0; otherwise it takes nothing, keeps key's place in the queue and
+// returns how long until key's turn. A First priority goes before every
+// interim call (a reply's final text, a notice). key names the caller (a
+// conversation): one key holds one place.
+func (b *Budget) TryTake(key string, p core.Priority) time.Duration {
+	first := p.First()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
@@ -274,9 +279,24 @@ func later(a, b time.Time) time.Time {
 }
 
 // Take waits for key's turn and takes one call, or returns ctx's error.
-func (b *Budget) Take(ctx context.Context, key string, first bool) error {
-	_, err := b.TakeWithin(ctx, key, first, -1)
+func (b *Budget) Take(ctx context.Context, key string, p core.Priority) error {
+	_, err := b.TakeWithin(ctx, key, p, -1)
 	return err
+}
+
+// Claim is TakeWithin for a platform call: a turn further off than maxWait
+// (0: any wait at all) is a *core.RateLimitError with Turn set, saying
+// when it comes, so the caller neither calls the platform nor mistakes
+// its place in the queue for the platform's refusal.
+func (b *Budget) Claim(ctx context.Context, key string, p core.Priority, maxWait time.Duration) error {
+	d, err := b.TakeWithin(ctx, key, p, maxWait)
+	if err != nil {
+		return err
+	}
+	if d > 0 {
+		return &core.RateLimitError{RetryAfter: d, Turn: true}
+	}
+	return nil
 }
 
 // TakeWithin waits for key's turn if it comes within maxWait (negative:
@@ -284,10 +304,10 @@ func (b *Budget) Take(ctx context.Context, key string, first bool) error {
 // off it takes nothing and returns how long until it comes (key keeps its
 // place meanwhile, as with TryTake). It returns ctx's error if ctx ends
 // first.
-func (b *Budget) TakeWithin(ctx context.Context, key string, first bool, maxWait time.Duration) (time.Duration, error) {
+func (b *Budget) TakeWithin(ctx context.Context, key string, p core.Priority, maxWait time.Duration) (time.Duration, error) {
 	deadline := time.Now().Add(maxWait)
 	for {
-		d := b.TryTake(key, first)
+		d := b.TryTake(key, p)
 		if d == 0 {
 			return 0, nil
 		}

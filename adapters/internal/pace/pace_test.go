@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/adapters/internal/pace"
+	"github.com/agentbridge/agentbridge/core"
 )
 
 // spender calls TryTake like a streaming reply: when refused it sleeps as
@@ -17,7 +18,7 @@ import (
 // new text). It records when it was granted.
 func spender(b *pace.Budget, key string, until time.Time, mu *sync.Mutex, grants map[string][]time.Time) {
 	for time.Now().Before(until) {
-		if d := b.TryTake(key, false); d > 0 {
+		if d := b.TryTake(key, core.PriorityInterim); d > 0 {
 			time.Sleep(d)
 			continue
 		}
@@ -98,22 +99,43 @@ func TestHeadroomUseAndFairness(t *testing.T) {
 func TestFinalGoesFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := pace.NewBudget(pace.Limit{N: 10, Per: 10 * time.Second, Burst: 1})
-		if d := b.TryTake("a", false); d != 0 {
+		if d := b.TryTake("a", core.PriorityInterim); d != 0 {
 			t.Fatalf("first call waits %v", d)
 		}
-		b.TryTake("b", false)
-		b.TryTake("c", false)
-		wf := b.TryTake("f", true)
-		wb, wc := b.TryTake("b", false), b.TryTake("c", false)
+		b.TryTake("b", core.PriorityInterim)
+		b.TryTake("c", core.PriorityInterim)
+		wf := b.TryTake("f", core.PriorityFinal)
+		wb, wc := b.TryTake("b", core.PriorityInterim), b.TryTake("c", core.PriorityInterim)
 		if !(wf < wb && wb < wc) {
 			t.Fatalf("waits: final %v, interim b %v, c %v; want final first, then b, then c", wf, wb, wc)
 		}
 		time.Sleep(wf)
-		if d := b.TryTake("f", true); d != 0 {
+		if d := b.TryTake("f", core.PriorityFinal); d != 0 {
 			t.Fatalf("final refused at its turn: wait %v", d)
 		}
-		if d := b.TryTake("c", false); d == 0 {
+		if d := b.TryTake("c", core.PriorityInterim); d == 0 {
 			t.Fatal("c went before b")
+		}
+	})
+}
+
+// TestFullPieceRanksAsInterim: a full piece (its message's text final, the
+// reply going on) keeps an interim frame's place: it leaves the burst's
+// reserve to final text, which a Claim then takes at once, and its own
+// refusal is a turn (core.RateLimitError.Turn) saying when it comes.
+func TestFullPieceRanksAsInterim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := pace.NewBudget(pace.Limit{N: 60, Per: time.Minute, Burst: 2}) // reserve 1
+		if err := b.Claim(t.Context(), "a", core.PriorityInterim, 0); err != nil {
+			t.Fatalf("first interim call: %v", err)
+		}
+		err := b.Claim(t.Context(), "b", core.PriorityFull, 0)
+		var rl *core.RateLimitError
+		if !errors.As(err, &rl) || !rl.Turn || rl.RetryAfter <= 0 {
+			t.Fatalf("full piece with only the reserve left: %v, want a turn to wait for", err)
+		}
+		if err := b.Claim(t.Context(), "c", core.PriorityFinal, 0); err != nil {
+			t.Fatalf("final text did not take the reserve: %v", err)
 		}
 	})
 }
@@ -125,7 +147,7 @@ func TestHoldAndSpent(t *testing.T) {
 		b := pace.NewBudget(pace.Limit{N: 5, Per: 5 * time.Second, Burst: 1})
 		start := time.Now()
 		b.Hold(start.Add(3 * time.Second))
-		if err := b.Take(t.Context(), "a", false); err != nil {
+		if err := b.Take(t.Context(), "a", core.PriorityInterim); err != nil {
 			t.Fatal(err)
 		}
 		if got := time.Since(start); got < 3*time.Second {
@@ -133,7 +155,7 @@ func TestHoldAndSpent(t *testing.T) {
 		}
 		b.Spent(time.Now().Add(2 * time.Second))
 		at := time.Now()
-		b.Take(t.Context(), "a", false)
+		b.Take(t.Context(), "a", core.PriorityInterim)
 		if got := time.Since(at); got < 2*time.Second {
 			t.Fatalf("took %v after the bucket was spent for 2s", got)
 		}
@@ -145,24 +167,24 @@ func TestHoldAndSpent(t *testing.T) {
 func TestRefusedCallerKeepsItsPlace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := pace.NewBudget(pace.Limit{N: 1, Per: time.Second, Burst: 1})
-		b.TryTake("x", false)
-		da := b.TryTake("a", false)
+		b.TryTake("x", core.PriorityInterim)
+		da := b.TryTake("a", core.PriorityInterim)
 		if da == 0 {
 			t.Fatal("a went with the budget spent")
 		}
 		time.Sleep(da)
-		if d := b.TryTake("late", false); d == 0 {
+		if d := b.TryTake("late", core.PriorityInterim); d == 0 {
 			t.Fatal("a caller asking later went before a, whose turn it was")
 		}
-		if d := b.TryTake("a", false); d != 0 {
+		if d := b.TryTake("a", core.PriorityInterim); d != 0 {
 			t.Fatalf("a refused at its turn: %v", d)
 		}
 		// "gone" queues and never comes back: after keepPlace, the next goes.
 		time.Sleep(2 * time.Second)
-		b.TryTake("x", false)
-		dg := b.TryTake("gone", false)
+		b.TryTake("x", core.PriorityInterim)
+		dg := b.TryTake("gone", core.PriorityInterim)
 		time.Sleep(dg + 2*time.Second)
-		if d := b.TryTake("y", false); d != 0 {
+		if d := b.TryTake("y", core.PriorityInterim); d != 0 {
 			t.Fatalf("y waits %v behind a caller that left", d)
 		}
 	})
@@ -171,10 +193,10 @@ func TestRefusedCallerKeepsItsPlace(t *testing.T) {
 func TestTakeEndsWithContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := pace.NewBudget(pace.Limit{N: 1, Per: time.Hour, Burst: 1})
-		b.TryTake("x", false)
+		b.TryTake("x", core.PriorityInterim)
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
-		if err := b.Take(ctx, "a", false); !errors.Is(err, context.DeadlineExceeded) {
+		if err := b.Take(ctx, "a", core.PriorityInterim); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Take = %v, want the context's deadline", err)
 		}
 	})
@@ -186,8 +208,8 @@ func TestBudgetsPerKey(t *testing.T) {
 	if s.Get("w1") != first || first == s.Get("w2") {
 		t.Fatal("want one budget per key")
 	}
-	s.Get("w1").TryTake("a", false)
-	if d := s.Get("w2").TryTake("a", false); d != 0 {
+	s.Get("w1").TryTake("a", core.PriorityInterim)
+	if d := s.Get("w2").TryTake("a", core.PriorityInterim); d != 0 {
 		t.Fatalf("w2 waits %v for w1's budget", d)
 	}
 }
@@ -198,9 +220,9 @@ func TestFinalFindsTheBudgetFree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := pace.NewBudget(pace.Limit{N: 50, Per: time.Minute, Burst: 3})
 		for i := range 20 {
-			b.Take(t.Context(), fmt.Sprint("s", i%5), false)
+			b.Take(t.Context(), fmt.Sprint("s", i%5), core.PriorityInterim)
 		}
-		if d := b.TryTake("s0", true); d != 0 {
+		if d := b.TryTake("s0", core.PriorityFinal); d != 0 {
 			t.Fatalf("final waits %v behind interim calls", d)
 		}
 	})
@@ -225,7 +247,7 @@ func TestWindowLeavesACallForTheFinal(t *testing.T) {
 			wg.Go(func() { spender(b, "s", start.Add(40*time.Second), &mu, grants) })
 			final := func(key string) {
 				asked := time.Now()
-				if err := b.Take(t.Context(), key, true); err != nil {
+				if err := b.Take(t.Context(), key, core.PriorityFinal); err != nil {
 					t.Error(err)
 					return
 				}
@@ -242,7 +264,7 @@ func TestWindowLeavesACallForTheFinal(t *testing.T) {
 			time.Sleep(5 * time.Second)
 			for i := range 3 {
 				wg.Go(func() {
-					b.Take(t.Context(), fmt.Sprint("g", i), true)
+					b.Take(t.Context(), fmt.Sprint("g", i), core.PriorityFinal)
 					mu.Lock()
 					grants["g"] = append(grants["g"], time.Now())
 					mu.Unlock()
@@ -278,7 +300,7 @@ func TestReserve(t *testing.T) {
 		start := time.Now()
 		const interim = 12
 		for i := range interim {
-			if err := b.Take(t.Context(), fmt.Sprint("s", i%5), false); err != nil {
+			if err := b.Take(t.Context(), fmt.Sprint("s", i%5), core.PriorityInterim); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -287,11 +309,11 @@ func TestReserve(t *testing.T) {
 			t.Errorf("%d interim calls took %v; want about %v: the reserve must not cost rate", interim, got, want)
 		}
 		for _, s := range []string{"s0", "s1"} {
-			if d := b.TryTake(s, true); d != 0 {
+			if d := b.TryTake(s, core.PriorityFinal); d != 0 {
 				t.Errorf("final of %s waits %v; want the reserve's two calls free", s, d)
 			}
 		}
-		if d := b.TryTake("s2", true); d == 0 {
+		if d := b.TryTake("s2", core.PriorityFinal); d == 0 {
 			t.Errorf("a third final went at once; the reserve is two")
 		}
 	})
