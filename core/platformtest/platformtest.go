@@ -2,7 +2,9 @@
 // spirit of net/http/httptest: it implements core.Platform and its optional
 // capabilities, records every call with a timestamp, keeps the current
 // content of every message, enforces its Limits like a real platform would,
-// and can inject rate limits, failures and delays.
+// and can inject rate limits, failures and delays. TestPlatform is the
+// other way round: the contract every adapter keeps, run against the
+// adapter and its own fake.
 package platformtest
 
 import (
