@@ -35,6 +35,22 @@ func (h *harness) waitEither(a, b string, n int) bool {
 	return h.count(a) >= n
 }
 
+// press hands a to plat and returns the private answer it got: every press
+// gets exactly one, "" when there is nothing to say.
+func press(t *testing.T, plat *platformtest.Platform, a core.Action) string {
+	t.Helper()
+	got := make(chan string, 1)
+	a.Reply = func(s string) { got <- s }
+	plat.Press(t.Context(), a)
+	select {
+	case r := <-got:
+		return r
+	case <-time.After(60 * time.Second):
+		t.Fatal("no reply to the press")
+		return ""
+	}
+}
+
 // Issue 27, item 5: in a group conversation (one session shared by all its
 // members), Alice's "Allow for this session" covers Alice's later requests
 // and nobody else's: Bob's request for the same tool is asked about, and
@@ -100,42 +116,26 @@ func TestPermissionPressFromElsewhereIsRefused(t *testing.T) {
 	h.waitText("Permission needed")
 	p := h.pending()
 	allow := p.Post.Buttons[0].Value
-	replies := make(chan string, 10)
-	reply := func(s string) { replies <- s }
-	next := func() string {
-		t.Helper()
-		select {
-		case r := <-replies:
-			return r
-		case <-time.After(60 * time.Second):
-			t.Fatal("no reply to the press")
-			return ""
-		}
-	}
 
 	// Alice's own DM with the bot: another conversation of the platform.
 	dm := core.ConversationKey{Platform: "fake", Workspace: "w", Channel: "dm-alice"}
-	h.plat.Press(t.Context(), core.Action{Conv: dm, From: alice, Value: allow, Ref: core.MessageRef{Conv: dm, ID: p.Ref.ID}, Reply: reply})
-	if r := next(); !strings.Contains(r, "no longer waiting") {
+	if r := press(t, h.plat, core.Action{Conv: dm, From: alice, Value: allow, Ref: core.MessageRef{Conv: dm, ID: p.Ref.ID}}); !strings.Contains(r, "no longer waiting") {
 		t.Errorf("press from another conversation got %q", r)
 	}
 	// The same conversation's channel, but not the prompt's message.
-	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: allow, Ref: core.MessageRef{Conv: conv, ID: "forged"}, Reply: reply})
-	if r := next(); r != "" {
+	if r := press(t, h.plat, core.Action{Conv: conv, From: alice, Value: allow, Ref: core.MessageRef{Conv: conv, ID: "forged"}}); r != "" {
 		t.Errorf("second refused press got %q; want it quiet (told a moment ago)", r)
 	}
 	// Another platform account, with the very conversation key (its users
 	// are other people: its first refusal is said).
-	other.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: allow, Ref: p.Ref, Reply: reply})
-	if r := next(); !strings.Contains(r, "no longer waiting") {
+	if r := press(t, other, core.Action{Conv: conv, From: alice, Value: allow, Ref: p.Ref}); !strings.Contains(r, "no longer waiting") {
 		t.Errorf("press through another platform account got %q", r)
 	}
 	if got := h.pending(); got.Ref != p.Ref || h.count("answer=") != 0 {
 		t.Fatalf("a press from elsewhere answered the prompt; messages: %q", h.plat.Texts(conv))
 	}
 	// The prompt still takes its own press.
-	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: allow, Ref: p.Ref, Reply: reply})
-	if r := next(); r != "" {
+	if r := press(t, h.plat, core.Action{Conv: conv, From: alice, Value: allow, Ref: p.Ref}); r != "" {
 		t.Errorf("the requester's press got %q", r)
 	}
 	h.waitText("answer=allow:")
@@ -150,33 +150,25 @@ func TestStrangerPressesAreRefusedOnce(t *testing.T) {
 	h.send(alice, "perm")
 	h.waitText("Permission needed")
 	p := h.pending()
-	replies := make(chan string, 10)
-	press := func(value string) string {
-		t.Helper()
-		h.plat.Press(t.Context(), core.Action{Conv: conv, From: carol, Value: value, Ref: p.Ref, Reply: func(s string) { replies <- s }})
-		select {
-		case r := <-replies:
-			return r
-		case <-time.After(60 * time.Second):
-			t.Fatal("no reply to the press")
-			return ""
-		}
+	byCarol := func(value string) core.Action {
+		return core.Action{Conv: conv, From: carol, Value: value, Ref: p.Ref}
 	}
-	if r := press(p.Post.Buttons[0].Value); !strings.Contains(r, "Only the person who asked") {
+	if r := press(t, h.plat, byCarol(p.Post.Buttons[0].Value)); !strings.Contains(r, "Only the person who asked") {
 		t.Fatalf("stranger's first press got %q", r)
 	}
 	for i, v := range []string{p.Post.Buttons[0].Value, p.Post.Buttons[2].Value, "no-such-token:a", "agent:test"} {
-		if r := press(v); r != "" {
+		if r := press(t, h.plat, byCarol(v)); r != "" {
 			t.Errorf("stranger's press %d (%s) got %q; want no answer this quiet period", i+2, v, r)
 		}
 	}
 	// Their message is refused under the same rule: they were told.
-	h.plat.Deliver(t.Context(), core.Message{Conv: conv, ID: "carol-1", From: carol, Text: "hello", Reply: func(s string) { replies <- s }})
+	refusals := make(chan string, 1)
+	h.plat.Deliver(t.Context(), core.Message{Conv: conv, ID: "carol-1", From: carol, Text: "hello", Reply: func(s string) { refusals <- s }})
 	h.plat.Press(t.Context(), core.Action{Conv: conv, From: alice, Value: p.Post.Buttons[1].Value, Ref: p.Ref})
 	h.waitText("answer=deny:")
 	h.idle()
 	select {
-	case r := <-replies:
+	case r := <-refusals:
 		t.Errorf("stranger's message got %q after their press was refused", r)
 	default:
 	}
