@@ -69,6 +69,9 @@ func runAgent(mode string) int {
 		return 3
 	}
 	if mode == "polls-stdin" {
+		// It says so first: the SIGTERM probe then lands at once, at
+		// that line, rather than at the turn bound.
+		a.emit(map[string]any{"type": "partial", "text": "waiting for more input"})
 		for { // ignores EOF and waits for a line that never comes
 			if l, err := a.in.ReadBytes('\n'); err == nil && len(l) > 0 {
 				break

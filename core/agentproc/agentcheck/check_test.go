@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,13 +56,10 @@ func check(t *testing.T, p *agentproc.Profile) *Report {
 // nothing else; agents that fall short of a SHOULD only warn; agents of
 // several good shapes neither fail nor warn.
 func TestAgents(t *testing.T) {
-	for _, tc := range []struct {
-		mode       string
-		permission bool
-		grace      time.Duration
-		fails      []string // exactly these rules fail
-		warns      []string // exactly these rules warn
-	}{
+	t.Parallel()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, tc := range []agentCase{
 		// Good agents of several shapes.
 		{mode: "good"},
 		{mode: "stateless"},
@@ -102,31 +100,51 @@ func TestAgents(t *testing.T) {
 		if tc.permission {
 			name += "/permission"
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			grace := tc.grace
-			if grace == 0 {
-				grace = time.Second
-			}
-			rep := check(t, agentProfile(t, tc.mode, tc.permission, grace))
-			var text bytes.Buffer
-			if err := rep.WriteText(&text); err != nil {
-				t.Fatal(err)
-			}
-			fails, warns := rep.Failed(), rep.Warned()
-			if !slices.Equal(fails, tc.fails) || !slices.Equal(warns, tc.warns) {
-				t.Errorf("fails %q warns %q, want fails %q warns %q\n%s", fails, warns, tc.fails, tc.warns, text.String())
-			}
-			if rep.OK != (len(tc.fails) == 0) {
-				t.Errorf("OK = %v with fails %q", rep.OK, fails)
-			}
+		// The checks mostly wait on their agents (answer delays, bounds,
+		// kill graces), so more run at once than -parallel's default of
+		// one per CPU; t.Run may be called from several goroutines.
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			t.Run(name, func(t *testing.T) { checkAgent(t, tc) })
 		})
+	}
+	wg.Wait()
+}
+
+// agentCase is a test agent and what its check must find.
+type agentCase struct {
+	mode       string
+	permission bool
+	grace      time.Duration
+	fails      []string // exactly these rules fail
+	warns      []string // exactly these rules warn
+}
+
+// checkAgent checks tc's agent and wants exactly its rules to fail and warn.
+func checkAgent(t *testing.T, tc agentCase) {
+	grace := tc.grace
+	if grace == 0 {
+		grace = time.Second
+	}
+	rep := check(t, agentProfile(t, tc.mode, tc.permission, grace))
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	fails, warns := rep.Failed(), rep.Warned()
+	if !slices.Equal(fails, tc.fails) || !slices.Equal(warns, tc.warns) {
+		t.Errorf("fails %q warns %q, want fails %q warns %q\n%s", fails, warns, tc.fails, tc.warns, text.String())
+	}
+	if rep.OK != (len(tc.fails) == 0) {
+		t.Errorf("OK = %v with fails %q", rep.OK, fails)
 	}
 }
 
 // The SIGTERM probe signals an agent that has printed nothing by termAfter
 // at termAfter (P-TIME-2), before any output.
 func TestSIGTERMProbeSilentAgent(t *testing.T) {
+	t.Parallel()
 	d := &driver{p: agentProfile(t, "silent-until-sigterm", false, time.Second), termAfter: termAfter}
 	tr := d.run(context.Background(), plan{name: "SIGTERM", message: "hello", sigterm: true, bound: time.Minute})
 	if tr.termAt < termAfter || tr.hung || tr.termKilled {
@@ -189,6 +207,7 @@ func TestReadLinesSilence(t *testing.T) {
 // Probes that need the agent's cooperation are "not exercised", never a
 // pass, when the agent does not cooperate.
 func TestNotExercisedWithoutCooperation(t *testing.T) {
+	t.Parallel()
 	rep := check(t, agentProfile(t, "good", true, time.Second))
 	for _, id := range []string{"F-PERM-1", "P-PERM-3", "F-PERM-2"} {
 		if r, _ := rep.Result(id); r.Status != Pass {
@@ -214,6 +233,7 @@ func TestNotExercisedWithoutCooperation(t *testing.T) {
 // The JSON report has the documented shape: every rule once, in order,
 // with a status, its words and evidence; every turn with its lines.
 func TestReportJSON(t *testing.T) {
+	t.Parallel()
 	rep := check(t, agentProfile(t, "two-results", false, time.Second))
 	var buf bytes.Buffer
 	if err := rep.WriteJSON(&buf); err != nil {
