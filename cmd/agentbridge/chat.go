@@ -26,6 +26,9 @@ import (
 // cmdChat is the terminal adapter: one local conversation, replies streamed
 // in place, permission prompts answered by typing a key.
 func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := closeToAgents(); err != nil {
+		return err
+	}
 	fs := newFlagSet("chat", "usage: agentbridge chat [--profile PATH] [--store PATH] [--hide-thinking] [-v]\n\n", stderr)
 	profilePath := fs.String("profile", "", "agent profile YAML (default: the built-in demo agent)")
 	storePath := fs.String("store", "", "session store file (default: $XDG_STATE_HOME/agentbridge/chat.db)")

@@ -38,6 +38,9 @@ func (m *checkMessages) Set(v string) error {
 
 // cmdCheck checks an agent profile against the protocol.
 func cmdCheck(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	if err := closeToAgents(); err != nil {
+		return err
+	}
 	fs := newFlagSet("check", checkUsage, stderr)
 	var msgs checkMessages
 	fs.Var(&msgs, "message", "`TEXT` of the probe turns (repeatable: the first is used for every ordinary turn, each other one once more, e.g. a prompt that makes the agent ask permission); default \""+agentcheck.DefaultMessage+"\"")

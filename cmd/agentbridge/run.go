@@ -58,6 +58,9 @@ type runJSON struct {
 
 // cmdRun runs one turn of an agent profile from the command line.
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := closeToAgents(); err != nil {
+		return err
+	}
 	fs := newFlagSet("run", runUsage, stderr)
 	var (
 		profilePath = fs.String("profile", "", "AgentProc profile YAML `path` (required)")

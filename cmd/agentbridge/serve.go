@@ -26,6 +26,9 @@ flags:
 // cmdServe runs every enabled platform account until SIGTERM or SIGINT,
 // then drains; SIGHUP reloads the config.
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := closeToAgents(); err != nil {
+		return err
+	}
 	// SIGHUP is caught before anything else happens: its default action
 	// ends the process, and a hangup must only ever mean "reload". The
 	// channel holds one, so a hangup during start-up reloads once running.
