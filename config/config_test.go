@@ -16,11 +16,11 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentbridge/agentbridge/adapters/discord"
+	"github.com/agentbridge/agentbridge/adapters/platforms"
 	"github.com/agentbridge/agentbridge/adapters/slack"
 	"github.com/agentbridge/agentbridge/adapters/telegram"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/adapters/platforms"
 )
 
 // parse is config.Parse with every platform this build knows.

@@ -3,9 +3,9 @@ package config_test
 import (
 	"fmt"
 
+	"github.com/agentbridge/agentbridge/adapters/platforms"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core"
-	"github.com/agentbridge/agentbridge/adapters/platforms"
 )
 
 func ExampleParse() {

@@ -17,8 +17,8 @@ import (
 
 	discordgo "github.com/bwmarrin/discordgo"
 
-	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/adapters/internal/pace"
+	"github.com/agentbridge/agentbridge/core"
 )
 
 // transport is the session's http.RoundTripper. It sends every request to

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/adapters/platforms"
+	"github.com/agentbridge/agentbridge/config"
 )
 
 // TestKinds: every kind has a distinct name that can be a section key (no

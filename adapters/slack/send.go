@@ -12,8 +12,8 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/adapters/internal/pace"
+	"github.com/agentbridge/agentbridge/core"
 )
 
 // Block Kit limits.

@@ -27,8 +27,8 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/adapters/internal/pace"
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
 	"github.com/agentbridge/agentbridge/internal/httpguard"

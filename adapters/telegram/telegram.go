@@ -23,8 +23,8 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
-	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/adapters/internal/pace"
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/pause"
 	"github.com/agentbridge/agentbridge/core/render"
 )

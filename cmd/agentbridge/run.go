@@ -15,8 +15,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentbridge/agentbridge/core/agentproc"
-	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/internal/termprompt"
+	"github.com/agentbridge/agentbridge/profiles"
 )
 
 const runUsage = `usage: agentbridge run --profile PATH [--session-id ID] [--session-name NAME]

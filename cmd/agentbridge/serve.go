@@ -8,8 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/agentbridge/agentbridge/daemon"
 	"github.com/agentbridge/agentbridge/adapters/platforms"
+	"github.com/agentbridge/agentbridge/daemon"
 )
 
 const serveUsage = `usage: agentbridge serve --config FILE

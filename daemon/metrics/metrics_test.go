@@ -16,8 +16,8 @@ import (
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/core/platformtest"
-	"github.com/agentbridge/agentbridge/internal/testagent"
 	"github.com/agentbridge/agentbridge/daemon/metrics"
+	"github.com/agentbridge/agentbridge/internal/testagent"
 	"github.com/agentbridge/agentbridge/store"
 )
 
