@@ -46,6 +46,14 @@ type Message struct {
 	// adapter closes an interaction there (a Discord slash command's
 	// deferred response). It runs on the intake, so must not block long.
 	Handled func() `json:"-"`
+	// Accepted, when set, is called once core has accepted the message:
+	// its author may use the bot here and it is not a redelivery. It runs
+	// on the conversation's intake before core answers the message or
+	// queues its turn, and never for a refused one, so an adapter records
+	// there what only an accepted message may create (the Slack thread the
+	// bot now takes part in, the Discord thread opened for a mention). It
+	// must not block long.
+	Accepted func() `json:"-"`
 	// Answer, when set, carries core's notices answering this message (a
 	// command's answer, a refusal) instead of Platform.Send; it reports
 	// false when it did not send, and core posts in the conversation. An

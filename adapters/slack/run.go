@@ -224,9 +224,6 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 		}
 		conv.Thread = in.ts // the mention starts a thread
 	}
-	if mentioned && !isDM {
-		a.joinThread(ctx, conv)
-	}
 	text := strings.TrimSpace(mentionRE.ReplaceAllStringFunc(in.text, func(s string) string {
 		if sm := mentionRE.FindStringSubmatch(s); sm != nil && sm[1] == botUser {
 			return ""
@@ -255,6 +252,11 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 	}
 	// Answers meant for the author alone (a refusal) are ephemeral.
 	m.Reply = a.privateReply(ctx, conv, m.From)
+	if !isDM {
+		// The bot takes part in the thread once core accepts a message in
+		// it: a stranger's mention records nothing.
+		m.Accepted = func() { a.joinThread(ctx, conv) }
+	}
 	a.noteRequester(conv, in.user)
 	return m, true
 }
@@ -281,13 +283,11 @@ func (a *Adapter) threadCursor(conv core.ConversationKey) string {
 	return a.opts.Name + "/thread/" + conv.Workspace + "/" + conv.Channel + "/" + conv.Thread
 }
 
+// joinThread records that the bot takes part in conv's thread: in the
+// store (once), and in the cache.
 func (a *Adapter) joinThread(ctx context.Context, conv core.ConversationKey) {
 	key := a.threadCursor(conv)
-	a.mu.Lock()
-	known := a.threads[key]
-	a.threads[key] = true
-	a.mu.Unlock()
-	if known || a.opts.Store == nil {
+	if a.threads.touch(key, time.Now()) || a.opts.Store == nil {
 		return
 	}
 	if err := a.opts.Store.SetCursor(ctx, key, "1"); err != nil {
@@ -295,21 +295,20 @@ func (a *Adapter) joinThread(ctx context.Context, conv core.ConversationKey) {
 	}
 }
 
+// inThread reports whether the bot takes part in conv's thread.
 func (a *Adapter) inThread(ctx context.Context, conv core.ConversationKey) bool {
 	key := a.threadCursor(conv)
-	a.mu.Lock()
-	known := a.threads[key]
-	a.mu.Unlock()
-	if known || a.opts.Store == nil {
-		return known
+	if a.threads.has(key, time.Now()) {
+		return true
+	}
+	if a.opts.Store == nil {
+		return false
 	}
 	v, err := a.opts.Store.Cursor(ctx, key)
 	if err != nil || v == "" {
 		return false
 	}
-	a.mu.Lock()
-	a.threads[key] = true
-	a.mu.Unlock()
+	a.threads.touch(key, time.Now())
 	return true
 }
 

@@ -113,7 +113,7 @@ type Adapter struct {
 	edits    *pace.Budgets   // chat.update, by workspace
 	posts    *pace.Budgets   // chat.postMessage and chat.startStream, by channel
 	buttoned map[string]bool // channel:ts of messages sent with buttons
-	threads  map[string]bool // workspace:channel:thread the bot takes part in
+	threads  *threadCache    // threads the bot takes part in, by threadCursor
 	typed    map[core.ConversationKey]time.Time
 	noStatus bool          // assistant.threads.setStatus is not available
 	noStream bool          // chat.startStream is not available
@@ -199,7 +199,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 		edits:      pace.NewBudgets(pace.Limit{N: int(opts.EditsPerMinute), Per: time.Minute, Burst: opts.EditBurst}),
 		posts:      pace.NewBudgets(postLimit),
 		buttoned:   map[string]bool{},
-		threads:    map[string]bool{},
+		threads:    newThreadCache(maxThreads, threadIdle),
 		typed:      map[core.ConversationKey]time.Time{},
 		streams:    pace.NewBudgets(pace.Limit{N: int(opts.AppendsPerMinute), Per: time.Minute, Burst: opts.AppendBurst}),
 		requesters: map[core.ConversationKey]requester{},

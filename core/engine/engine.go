@@ -255,6 +255,9 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 			obs.Message(p.Name(), "duplicate")
 			return
 		}
+		if allowed {
+			accepted(m)
+		}
 		switch {
 		case isCmd && cmd.Access == core.CommandAnyone && (allowed || e.mayRefuse(p.Name(), "/whoami "+m.From.ID)):
 			obs.Message(p.Name(), "command")
@@ -285,6 +288,7 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 	}
 	if text := e.overLimit(ctx, s, p.Name(), m); text != "" {
 		if !e.seen(ctx, p, m, nil) {
+			accepted(m)
 			obs.Message(p.Name(), "limited")
 			e.say(ctx, p, m, text)
 		}
@@ -297,7 +301,15 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 		obs.Message(p.Name(), "duplicate")
 		return
 	}
+	accepted(m)
 	e.enqueue(ctx, t, s)
+}
+
+// accepted tells m's adapter that core accepted m (core.Message.Accepted).
+func accepted(m core.Message) {
+	if m.Accepted != nil {
+		m.Accepted()
+	}
 }
 
 // full reports whether key's lane has a turn running and its queue at the
