@@ -156,10 +156,24 @@ func Unstartable(profiles map[string]*agentproc.Profile) map[string]error {
 // podman or kubectl: agentbridge isolate runs the runtime by that name), or
 // "" for a profile that runs no isolate.
 func isolateClient(p *agentproc.Profile) string {
-	if filepath.Base(p.Command) != "agentbridge" || len(p.Args) < 2 || p.Args[0] != "isolate" {
+	args, ok := runsSelf(p, "isolate")
+	if !ok {
 		return ""
 	}
-	return p.Args[1]
+	return args[0]
+}
+
+// runsSelf reports whether p runs this binary's subcommand sub with at
+// least one argument, and returns those arguments: p's command is
+// SelfCommand (Open makes it the running binary), the running binary by
+// path, or an agentbridge elsewhere.
+func runsSelf(p *agentproc.Profile, sub string) (args []string, ok bool) {
+	exe, _ := os.Executable()
+	self := p.Command == SelfCommand || p.Command == exe || filepath.Base(p.Command) == SelfCommand
+	if !self || len(p.Args) < 2 || p.Args[0] != sub {
+		return nil, false
+	}
+	return p.Args[1:], true
 }
 
 // Warning is how serve and validate word Unstartable's finding about a
@@ -183,20 +197,19 @@ func Warnings(profiles map[string]*agentproc.Profile) []string {
 // which is its CLI's (claude, codex, gemini, qwen), unless --bin names
 // another. It returns "" for a profile that runs no shim.
 func shimCLI(p *agentproc.Profile) string {
-	exe, _ := os.Executable()
-	self := p.Command == SelfCommand || p.Command == exe || filepath.Base(p.Command) == SelfCommand
-	if !self || len(p.Args) < 2 || p.Args[0] != "shim" {
+	args, ok := runsSelf(p, "shim")
+	if !ok {
 		return ""
 	}
-	bin := p.Args[1]
-	for i := 2; i < len(p.Args); i++ {
-		a := p.Args[i]
+	bin := args[0]
+	for i := 1; i < len(args); i++ {
+		a := args[i]
 		switch {
 		case a == "--":
 			return bin // what follows is the CLI's own arguments
-		case (a == "--bin" || a == "-bin") && i+1 < len(p.Args):
+		case (a == "--bin" || a == "-bin") && i+1 < len(args):
 			i++
-			bin = p.Args[i]
+			bin = args[i]
 		case strings.HasPrefix(a, "--bin="), strings.HasPrefix(a, "-bin="):
 			_, bin, _ = strings.Cut(a, "=")
 		}

@@ -1,12 +1,23 @@
 package profiles
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentbridge/agentbridge/core/agentproc"
 )
+
+// exe is the running binary (this test's, not named agentbridge).
+func exe(t *testing.T) string {
+	t.Helper()
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 func TestShimCLI(t *testing.T) {
 	for _, tt := range []struct {
@@ -22,6 +33,7 @@ func TestShimCLI(t *testing.T) {
 		{"agentbridge", []string{"shim"}, ""},
 		{"agentbridge", []string{"demo-agent"}, ""},
 		{"python3", []string{"shim", "claude"}, ""},
+		{exe(t), []string{"shim", "claude"}, "claude"},
 	} {
 		if got := shimCLI(&agentproc.Profile{Command: tt.command, Args: tt.args}); got != tt.want {
 			t.Errorf("shimCLI(%s %v) = %q, want %q", tt.command, tt.args, got, tt.want)
@@ -40,6 +52,9 @@ func TestIsolateClient(t *testing.T) {
 		{"agentbridge", []string{"isolate"}, ""},
 		{"agentbridge", []string{"shim", "claude"}, ""},
 		{"docker", []string{"isolate", "docker"}, ""},
+		// Open turns `command: agentbridge` into the running binary, whatever
+		// its name: still this binary's isolate, as for a shim.
+		{exe(t), []string{"isolate", "docker"}, "docker"},
 	} {
 		if got := isolateClient(&agentproc.Profile{Command: tt.command, Args: tt.args}); got != tt.want {
 			t.Errorf("isolateClient(%s %v) = %q, want %q", tt.command, tt.args, got, tt.want)
