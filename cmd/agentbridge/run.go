@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/internal/termprompt"
 	"github.com/agentbridge/agentbridge/profiles"
@@ -238,7 +239,7 @@ func (w *runOutput) partial(role, text string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if role == "output" {
+	if role == core.RoleOutput {
 		w.endStderr()
 		w.buf.WriteString(text)
 		if w.flushing == nil {

@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+
+	"github.com/agentbridge/agentbridge/core"
 )
 
 // EventKind says what an Event carries.
@@ -23,7 +25,7 @@ const (
 type Event struct {
 	Kind    EventKind
 	Text    string             // EventPartial: the chunk
-	Role    string             // EventPartial: "output" (default when absent) or the agent's role string, e.g. "thinking"
+	Role    string             // EventPartial: core.RoleOutput (default when absent) or the agent's role string, e.g. core.RoleThinking
 	Request *PermissionRequest // EventPermission
 	// SessionID is EventSession's id: the first valid one of the turn,
 	// the one Outcome.SessionID will hold.
@@ -98,9 +100,9 @@ func (a *assembler) apply(l scanned, full *Line) {
 		text := l.text
 		role := l.role
 		if role == "" {
-			role = "output"
+			role = core.RoleOutput
 		}
-		if role == "output" {
+		if role == core.RoleOutput {
 			a.outputSeen = true
 		}
 		if text = a.lim.partial(text); text == "" && l.text != "" {

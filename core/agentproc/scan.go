@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentbridge/agentbridge/core"
 )
 
 // scanned is the runner's view of one partial, result or error line read
@@ -161,10 +163,10 @@ func scanLine(line []byte, prevSID string) (s scanned, ok bool) {
 			// The usual roles come from constants rather than a new string
 			// per partial.
 			switch sp := spans[keyRole]; string(sp.raw) {
-			case `"output"`:
-				s.role = "output"
-			case `"thinking"`:
-				s.role = "thinking"
+			case `"` + core.RoleOutput + `"`:
+				s.role = core.RoleOutput
+			case `"` + core.RoleThinking + `"`:
+				s.role = core.RoleThinking
 			default:
 				if s.role, ok = decodeString(sp); !ok {
 					return s, false

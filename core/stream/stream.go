@@ -66,10 +66,11 @@ type Final struct {
 	Footer string // e.g. token usage
 }
 
-// Role names for Partial.
+// Role names for Partial: core's, named here too for the presenter's
+// callers.
 const (
-	RoleOutput   = "output"
-	RoleThinking = "thinking"
+	RoleOutput   = core.RoleOutput
+	RoleThinking = core.RoleThinking
 )
 
 // defaultHeartbeat is Options.Heartbeat's default.

@@ -17,6 +17,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/agentbridge/agentbridge/core"
 )
 
 // StateDirEnv is the environment variable the profile (or the chat command)
@@ -146,7 +148,7 @@ func (a *agent) respond(ctx context.Context, notes []string) (string, error) {
 		a.out.fail("The demo agent got an empty message. Say something, or try `help`.")
 		return "", fmt.Errorf("demo: %w", errEmpty)
 	}
-	if err := a.out.partial("thinking", a.thinkingLine(notes)); err != nil {
+	if err := a.out.partial(core.RoleThinking, a.thinkingLine(notes)); err != nil {
 		return "", err
 	}
 
@@ -219,7 +221,7 @@ func (a *agent) stream(ctx context.Context, text string, per time.Duration) erro
 			case <-timer.C:
 			}
 		}
-		if err := a.out.partial("output", c); err != nil {
+		if err := a.out.partial(core.RoleOutput, c); err != nil {
 			return err
 		}
 		a.said.WriteString(c)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/shim/internal/shimio"
 )
@@ -354,7 +355,7 @@ func (s *session) streamEvent(ev *streamEvent) {
 				s.output(ev.Delta.Text)
 			}
 		case "thinking_delta":
-			_ = s.em.Partial(ev.Delta.Thinking, "thinking")
+			_ = s.em.Partial(ev.Delta.Thinking, core.RoleThinking)
 		}
 	}
 }
@@ -384,7 +385,7 @@ func (s *session) assistant(raw json.RawMessage) {
 			s.sepPending = true
 			s.output(c.Text)
 		case c.Type == "thinking":
-			_ = s.em.Partial(c.Thinking, "thinking")
+			_ = s.em.Partial(c.Thinking, core.RoleThinking)
 		}
 	}
 }

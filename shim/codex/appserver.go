@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/shim/internal/shimio"
 )
 
@@ -243,7 +244,7 @@ func (s *serverSession) notification(m rpcMessage) {
 		s.output(p.ItemID, p.Delta)
 	case "item/reasoning/summaryTextDelta", "item/reasoning/textDelta":
 		s.deltaSeen[p.ItemID] = true
-		_ = s.em.Partial(p.Delta, "thinking")
+		_ = s.em.Partial(p.Delta, core.RoleThinking)
 	case "item/started":
 		if p.Item != nil && p.Item.Type == "fileChange" {
 			s.fileItems[p.Item.ID] = p.Item.Changes
@@ -304,7 +305,7 @@ func (s *serverSession) itemCompleted(it *item) {
 		}
 	case "reasoning":
 		if !s.deltaSeen[it.ID] {
-			_ = s.em.Partial(strings.Join(it.Summary, "\n\n"), "thinking")
+			_ = s.em.Partial(strings.Join(it.Summary, "\n\n"), core.RoleThinking)
 		}
 	case "fileChange":
 		delete(s.fileItems, it.ID)

@@ -15,6 +15,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/shim/internal/shimio"
 )
 
@@ -160,7 +161,7 @@ func (t *translator) handle(raw []byte) error {
 			t.lastText = ev.Item.Text
 			_ = t.em.Partial(text, "")
 		case "reasoning":
-			_ = t.em.Partial(ev.Item.Text, "thinking")
+			_ = t.em.Partial(ev.Item.Text, core.RoleThinking)
 		case "error":
 			// A warning item (e.g. unknown model metadata), not fatal.
 			fmt.Fprintf(t.stderr, "shim codex: warning: %s\n", ev.Item.Message)

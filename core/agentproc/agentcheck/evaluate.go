@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 )
 
@@ -209,7 +210,7 @@ func (t *turn) reply(streaming bool) string {
 			return ""
 		case agentproc.KindPartial:
 			role, _ := stringField(e.fields, "role")
-			if text, _ := stringField(e.fields, "text"); streaming && (role == "" || role == "output") {
+			if text, _ := stringField(e.fields, "text"); streaming && (role == "" || role == core.RoleOutput) {
 				parts.WriteString(text)
 			}
 		case agentproc.KindResult:

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/internal/execpath"
 	"github.com/agentbridge/agentbridge/internal/lines"
 	"github.com/agentbridge/agentbridge/internal/tail"
@@ -231,12 +232,12 @@ func (e *Emitter) partial(text, role string) error {
 		return nil
 	}
 	switch role {
-	case "output":
+	case core.RoleOutput:
 		role = ""
 		fallthrough
 	case "":
 		e.outputAfter = e.restarted
-	case "thinking":
+	case core.RoleThinking:
 		e.thinkingOpen = !strings.HasSuffix(text, "\n")
 	}
 	return e.write(event{Type: "partial", Text: &text, Role: role})
@@ -303,7 +304,7 @@ func (e *Emitter) Tool(name, detail string) error {
 	if e.thinkingOpen {
 		line = "\n" + line
 	}
-	return e.partial(line, "thinking")
+	return e.partial(line, core.RoleThinking)
 }
 
 // Error writes the turn's error unless it already ended (P-ERR-1).

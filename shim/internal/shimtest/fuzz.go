@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 )
 
@@ -81,7 +82,7 @@ func CheckEvents(t testing.TB, out []byte) {
 		}
 		switch ev.Type {
 		case "partial":
-			if ev.Role != "" && ev.Role != "thinking" {
+			if ev.Role != "" && ev.Role != core.RoleThinking {
 				t.Fatalf("partial role %q", ev.Role)
 			}
 		case "result", "error":
