@@ -308,6 +308,16 @@ func (e *Engine) status(ctx context.Context, key, conv core.ConversationKey) str
 	t := e.running[key]
 	e.mu.Unlock()
 	line, queued := activity(r, running, queued, t)
+	if t != nil {
+		t.mu.Lock()
+		w := t.slot
+		t.mu.Unlock()
+		if w != nil {
+			if f, waits := e.slots.describe(w); waits {
+				line = f.status()
+			}
+		}
+	}
 	b.WriteString(line)
 	if queued > 0 {
 		fmt.Fprintf(&b, "\n⏳ %d message(s) queued.", queued)

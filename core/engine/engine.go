@@ -54,6 +54,11 @@ type Settings struct {
 	// the route's; nil offers none.
 	Choices    func(core.ConversationKey) []string
 	QueueDepth int           // queued turns per conversation; default 5
+	// MaxTurns caps the agents running at once over the bridge (default
+	// DefaultMaxTurns); MaxTurnsPerUser caps one user's (default half of
+	// MaxTurns, rounded up; never more than MaxTurns). A turn beyond them
+	// waits on its conversation's lane for a slot.
+	MaxTurns, MaxTurnsPerUser int
 	DedupTTL   time.Duration // default 24h
 	// IdleTimeout stops a turn whose agent has sent no event for this long,
 	// except while one of its permission prompts is open; 0 = never.
@@ -96,6 +101,7 @@ type Engine struct {
 	lanes    *lane.Lanes[core.ConversationKey] // turns, by session key
 	intake   *lane.Lanes[core.ConversationKey] // events not yet handled, by conversation
 	gate     *drainGate
+	slots    *slots // agents running at once
 
 	mu        sync.Mutex
 	platforms map[string]core.Platform
@@ -146,6 +152,7 @@ func New(st core.Store, s *Settings, opts Options) *Engine {
 		gate:         newDrainGate(),
 	}
 	e.Reload(s)
+	e.slots = newSlots(func() (int, int) { c := e.cfg(); return c.MaxTurns, c.MaxTurnsPerUser })
 	// Lanes get their own depth check; the lane package's limit is a backstop.
 	e.lanes = lane.New[core.ConversationKey](base, 100)
 	e.intake = lane.Bounded[core.ConversationKey](base, intakeDepth, intakeTotal)
@@ -162,6 +169,13 @@ func (e *Engine) Reload(s *Settings) {
 	if c.DedupTTL <= 0 {
 		c.DedupTTL = 24 * time.Hour
 	}
+	if c.MaxTurns <= 0 {
+		c.MaxTurns = DefaultMaxTurns
+	}
+	if c.MaxTurnsPerUser <= 0 {
+		c.MaxTurnsPerUser = defaultPerUser(c.MaxTurns)
+	}
+	c.MaxTurnsPerUser = min(c.MaxTurnsPerUser, c.MaxTurns)
 	e.settings.Store(&c)
 }
 

@@ -33,6 +33,7 @@ type turn struct {
 	mu          sync.Mutex
 	profileName string
 	sessionName string
+	slot        *slotWait // while it waits for an agent slot
 
 	// Set when the turn starts running, before its agent.
 	journal *turnJournal
@@ -145,6 +146,12 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		e.mu.Unlock()
 		e.forget(ctx, t)
 	}()
+
+	release, ok := e.takeSlot(ctx, t, log)
+	if !ok {
+		return
+	}
+	defer release()
 
 	// The reply must outlive the turn: a stopped turn still gets its
 	// "stopped" edit. FinalTimeout bounds it once the agent is done.
@@ -264,6 +271,7 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 			}
 		},
 	})
+	release() // the agent is gone: its slot is free for the next turn
 	close(typingDone)
 	wg.Wait()
 	if err != nil {
@@ -297,6 +305,39 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	if err := e.store.RecordUsage(context.WithoutCancel(ctx), ev); err != nil {
 		log.ErrorContext(ctx, "record usage failed", "err", err)
 	}
+}
+
+// takeSlot waits until t may start an agent (the cap on agents at once and
+// its user's share), telling the sender when it has to wait. It returns the
+// slot's release, safe to call twice, or false when the turn was stopped
+// while waiting (its sender told).
+func (e *Engine) takeSlot(ctx context.Context, t *turn, log *slog.Logger) (func(), bool) {
+	user := t.plat.Name() + "\x00" + t.msg.From.ID
+	if t.sub != nil {
+		user = "\x00" + t.sub.Origin // whoever configured it: one user per origin
+	}
+	release, err := e.slots.acquire(ctx, user, func(w *slotWait, f slotFull) {
+		t.mu.Lock()
+		t.slot = w
+		t.mu.Unlock()
+		log.InfoContext(ctx, "turn waits for a free agent slot", "ahead", f.ahead, "user_share", f.perUser)
+		e.say(ctx, t.plat, t.msg, f.notice())
+	})
+	t.mu.Lock()
+	t.slot = nil
+	t.mu.Unlock()
+	if err == nil {
+		return sync.OnceFunc(release), true
+	}
+	t.ended("cancelled", "", "")
+	text := "⏹ Stopped before its agent started."
+	if errors.Is(err, ErrShuttingDown) {
+		text = "⏹ Not run: the bridge is shutting down. Please send this again in a minute."
+	}
+	sctx, cancel := context.WithTimeout(e.base, e.opts.FinalTimeout)
+	defer cancel()
+	e.say(sctx, t.plat, t.msg, text)
+	return nil, false
 }
 
 // turnUsage is one finished turn's usage for the session and the log.
