@@ -56,6 +56,12 @@ type Config struct {
 	// QueueDepth is how many messages may wait per conversation behind the
 	// running turn.
 	QueueDepth int
+	// MaxConcurrentTurns caps the agents running at once over the bridge;
+	// a turn past it waits in its conversation's queue for a free slot.
+	MaxConcurrentTurns int
+	// MaxConcurrentTurnsPerUser caps one user's agents running at once; 0
+	// is half of MaxConcurrentTurns, rounded up.
+	MaxConcurrentTurnsPerUser int
 	// DedupTTL is how long a platform message id is remembered.
 	DedupTTL time.Duration
 	// ShutdownGrace is how long running turns may finish after SIGTERM.
@@ -453,10 +459,12 @@ func Default() *Config {
 // paths are resolved.
 func defaults() Config {
 	return Config{
-		Store:         "agentbridge.db",
-		QueueDepth:    5,
-		DedupTTL:      24 * time.Hour,
-		ShutdownGrace: 30 * time.Second,
+		Store:      "agentbridge.db",
+		QueueDepth: 5,
+		// Eight agent CLIs fit a small host; see engine.DefaultMaxTurns.
+		MaxConcurrentTurns: 8,
+		DedupTTL:           24 * time.Hour,
+		ShutdownGrace:      30 * time.Second,
 		Presenter: Presenter{
 			PlaceholderDelay: 1500 * time.Millisecond,
 			Thinking:         ThinkingShow,

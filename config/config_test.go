@@ -298,7 +298,9 @@ func TestDefaults(t *testing.T) {
 		DedupTTL:       24 * time.Hour,
 		ShutdownGrace:  30 * time.Second,
 		Presenter:      config.Presenter{PlaceholderDelay: 1500 * time.Millisecond, Thinking: "show"},
-		Log:            config.Log{Level: "info", Format: "text"},
+
+		MaxConcurrentTurns: 8,
+		Log:                config.Log{Level: "info", Format: "text"},
 	}
 	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(config.Config{}), cmpopts.IgnoreFields(config.Config{}, "Accounts")); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

@@ -169,6 +169,8 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 		{"default_profile", d.str(&c.DefaultProfile)},
 		{"routes", func(n *yaml.Node, p string) { d.routes(n, p, c) }},
 		{"queue_depth", intField(d, &c.QueueDepth, 1, 100)},
+		{"max_concurrent_turns", intField(d, &c.MaxConcurrentTurns, 1, 10000)},
+		{"max_concurrent_turns_per_user", intField(d, &c.MaxConcurrentTurnsPerUser, 0, 10000)},
 		{"dedup_ttl", d.duration(&c.DedupTTL, true)},
 		{"shutdown_grace", d.duration(&c.ShutdownGrace, false)},
 		{"idle_timeout", d.duration(&c.IdleTimeout, false)},

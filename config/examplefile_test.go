@@ -45,7 +45,8 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.QueueDepth != def.QueueDepth || cfg.Presenter != def.Presenter || cfg.Log != def.Log ||
+	if cfg.QueueDepth != def.QueueDepth || cfg.MaxConcurrentTurns != def.MaxConcurrentTurns ||
+		cfg.MaxConcurrentTurnsPerUser != def.MaxConcurrentTurnsPerUser || cfg.Presenter != def.Presenter || cfg.Log != def.Log ||
 		slackOf(cfg).Mode != slackOf(def).Mode || telegramOf(cfg).MaxFileBytes != telegramOf(def).MaxFileBytes ||
 		discordOf(cfg).SessionScope != discordOf(def).SessionScope || telegramOf(cfg).Drafts != telegramOf(def).Drafts ||
 		slackOf(cfg).NativeStreaming != slackOf(def).NativeStreaming {

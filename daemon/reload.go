@@ -105,9 +105,12 @@ func EngineSettings(cfg *config.Config, profs map[string]*agentproc.Profile) *en
 			l := cfg.LimitsFor(conv)
 			return engine.Limits{TurnsPerHour: l.TurnsPerHour, CostPerDayUSD: l.CostPerDayUSD, ReplyBytes: l.ReplyBytes}
 		},
-		QueueDepth:  cfg.QueueDepth,
-		DedupTTL:    cfg.DedupTTL,
-		IdleTimeout: cfg.IdleTimeout,
+		QueueDepth: cfg.QueueDepth,
+		// Agents at once; the engine keeps the share within the cap.
+		MaxTurns:        cfg.MaxConcurrentTurns,
+		MaxTurnsPerUser: cfg.MaxConcurrentTurnsPerUser,
+		DedupTTL:        cfg.DedupTTL,
+		IdleTimeout:     cfg.IdleTimeout,
 		Presenter: engine.PresenterSettings{
 			PlaceholderDelay: cfg.Presenter.PlaceholderDelay,
 			ShowThinking:     cfg.Presenter.Thinking != config.ThinkingHide,
