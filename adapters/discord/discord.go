@@ -85,11 +85,15 @@ type Adapter struct {
 	mu     sync.Mutex
 	typed  map[string]time.Time // last typing call, by channel
 	sentAt map[string]time.Time // message id → when sent, for EditWindow
-	// userMsgs and oldUserMsgs map users' message ids to their channel, so
+	// userMsgs maps users' recent message ids to their channel, so
 	// replies point only at messages Discord accepts (see reply.go).
-	userMsgs, oldUserMsgs map[string]string
-	info                  map[string]*discordgo.Channel // channel lookups
-	botID                 string
+	userMsgs *recent[string]
+	info     map[string]*discordgo.Channel // channel lookups
+	// unopened holds the threads given to mentions (ThreadPerMention)
+	// that are not open: until the engine accepts the mention, and for
+	// good when Discord refused to open one.
+	unopened *recent[bool]
+	botID    string
 
 	// conn is the gateway's current TCP connection, closed to abort a
 	// blocking Open when Run's context ends; once aborted, dial refuses new
@@ -142,8 +146,9 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 		rt:       rt,
 		typed:    map[string]time.Time{},
 		sentAt:   map[string]time.Time{},
-		userMsgs: map[string]string{},
+		userMsgs: newRecent[string](maxUserMsgs),
 		info:     map[string]*discordgo.Channel{},
+		unopened: newRecent[bool](maxUserMsgs),
 	}
 	sess.Client = client
 	sess.Dialer = &websocket.Dialer{

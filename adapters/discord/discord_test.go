@@ -44,12 +44,16 @@ func (r *recorder) HandleMessage(ctx context.Context, m core.Message) {
 	if r.onMessage != nil {
 		r.onMessage(m)
 	}
-	// Like the engine, once the message is handled; recorded without
-	// the callbacks, which do not compare.
+	// Like the engine: it accepts every message (as an allowed user's),
+	// then says it is handled; recorded without the callbacks, which do
+	// not compare.
+	if m.Accepted != nil {
+		m.Accepted()
+	}
 	if m.Handled != nil {
 		m.Handled()
 	}
-	m.Handled, m.Reply, m.Answer = nil, nil, nil
+	m.Handled, m.Reply, m.Answer, m.Accepted = nil, nil, nil, nil
 	r.msgs <- m
 }
 func (r *recorder) HandleAction(ctx context.Context, a core.Action) {

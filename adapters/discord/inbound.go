@@ -140,6 +140,7 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 		mentioned = true
 	}
 	var conv core.ConversationKey
+	var accepted func()
 	switch {
 	case m.GuildID == "":
 		conv = core.ConversationKey{Platform: a.opts.Name, Channel: m.ChannelID}
@@ -150,10 +151,19 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 			return core.Message{}, false
 		}
 		if a.opts.ThreadPerMention && conv.Thread == "" {
-			if th, err := a.startThread(ctx, m); err != nil {
-				a.log.Warn("could not start a thread; answering in the channel", "conv", conv, "err", err)
-			} else {
-				conv.Thread = th
+			// The thread is opened only once the engine accepts the
+			// message, so a stranger opens none; its id is known now:
+			// Discord gives a thread started from a message the message's
+			// id. Until it is open, the conversation's posts go to the
+			// channel (a stranger's refusal).
+			conv.Thread = m.ID
+			a.unopened.put(m.ID, true)
+			accepted = func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), normalizeWait)
+				defer cancel()
+				if err := a.startThread(ctx, m); err != nil {
+					a.log.Warn("could not start a thread; answering in the channel", "conv", conv, "err", err)
+				}
 			}
 		}
 	}
@@ -166,6 +176,7 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 		// "@bot new" is the new command, which needs no message-content
 		// intent (Discord shows a bot the messages that mention it).
 		Addressed: mentioned,
+		Accepted:  accepted,
 	}
 	for _, at := range m.Attachments {
 		if at == nil {
@@ -235,8 +246,8 @@ func (a *Adapter) channelOwner(ctx context.Context, id string) string {
 	return ""
 }
 
-// startThread opens a thread on m and returns its id.
-func (a *Adapter) startThread(ctx context.Context, m *discordgo.Message) (string, error) {
+// startThread opens a thread on m; its id is m's.
+func (a *Adapter) startThread(ctx context.Context, m *discordgo.Message) error {
 	name := strings.Join(strings.Fields(stripMention(m.Content, a.botUser())), " ")
 	if r := []rune(name); len(r) > 90 {
 		name = string(r[:90]) + "…"
@@ -247,7 +258,7 @@ func (a *Adapter) startThread(ctx context.Context, m *discordgo.Message) (string
 	th, err := a.sess.MessageThreadStartComplex(m.ChannelID, m.ID, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 1440},
 		discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
 	if err != nil {
-		return "", a.translate("start thread", err)
+		return a.translate("start thread", err)
 	}
 	if th.ParentID == "" {
 		th.ParentID = m.ChannelID
@@ -256,7 +267,8 @@ func (a *Adapter) startThread(ctx context.Context, m *discordgo.Message) (string
 		th.OwnerID = a.botUser()
 	}
 	a.remember(th)
-	return th.ID, nil
+	a.unopened.remove(m.ID)
+	return nil
 }
 
 func displayName(u *discordgo.User, m *discordgo.Member) string {

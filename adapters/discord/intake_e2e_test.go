@@ -24,11 +24,19 @@ import (
 // logW when set. tweaks change the agent profile. It returns once the gateway is connected.
 func runEngine(t *testing.T, fake *discordtest.Server, logW io.Writer, tweaks ...func(*agentproc.Profile)) *engine.Engine {
 	t.Helper()
+	return runEngineWith(t, fake, logW, Options{}, tweaks...)
+}
+
+// runEngineWith is runEngine with the adapter's options (its token and
+// API URL are the fake's).
+func runEngineWith(t *testing.T, fake *discordtest.Server, logW io.Writer, opts Options, tweaks ...func(*agentproc.Profile)) *engine.Engine {
+	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "bridge.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(Options{Token: testToken, APIURL: fake.URL}, nil)
+	opts.Token, opts.APIURL = testToken, fake.URL
+	a, err := New(opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package discord
 import (
 	"errors"
 	"net/http"
+	"sync"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -22,16 +23,7 @@ import (
 const maxUserMsgs = 4096
 
 // noteUserMsg records that the user's message id was posted in channel.
-// Two generations keep it bounded: when the current one fills up, the
-// older one is dropped.
-func (a *Adapter) noteUserMsg(id, channel string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.userMsgs) >= maxUserMsgs {
-		a.oldUserMsgs, a.userMsgs = a.userMsgs, make(map[string]string, maxUserMsgs)
-	}
-	a.userMsgs[id] = channel
-}
+func (a *Adapter) noteUserMsg(id, channel string) { a.userMsgs.put(id, channel) }
 
 // replyRef is the message_reference for p sent to channel ch of conv, or
 // nil when it should not be a reply.
@@ -39,13 +31,7 @@ func (a *Adapter) replyRef(conv core.ConversationKey, ch string, p core.Post) *d
 	if conv.Workspace == "" || p.ReplyTo == "" {
 		return nil
 	}
-	a.mu.Lock()
-	in, ok := a.userMsgs[p.ReplyTo]
-	if !ok {
-		in, ok = a.oldUserMsgs[p.ReplyTo]
-	}
-	a.mu.Unlock()
-	if !ok || in != ch {
+	if in, ok := a.userMsgs.get(p.ReplyTo); !ok || in != ch {
 		return nil
 	}
 	no := false // deleted meanwhile: send it as a plain message
@@ -57,4 +43,40 @@ func (a *Adapter) replyRef(conv core.ConversationKey, ch string, p core.Post) *d
 func badRequest(err error) bool {
 	var re *discordgo.RESTError
 	return errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusBadRequest
+}
+
+// recent maps ids to values, bounded: two generations, the older dropped
+// when the current one fills up.
+type recent[V any] struct {
+	mu       sync.Mutex
+	max      int
+	cur, old map[string]V
+}
+
+func newRecent[V any](max int) *recent[V] { return &recent[V]{max: max, cur: map[string]V{}} }
+
+func (r *recent[V]) put(id string, v V) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.cur) >= r.max {
+		r.old, r.cur = r.cur, make(map[string]V, r.max)
+	}
+	r.cur[id] = v
+}
+
+func (r *recent[V]) get(id string) (V, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.cur[id]; ok {
+		return v, true
+	}
+	v, ok := r.old[id]
+	return v, ok
+}
+
+func (r *recent[V]) remove(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.cur, id)
+	delete(r.old, id)
 }

@@ -184,9 +184,10 @@ func (a *Adapter) budget(ctx context.Context, route, caller string, p core.Prior
 	return a.rt.global.Take(ctx, caller, p)
 }
 
-// target is the channel id messages of conv go to: the thread, if any.
-func target(conv core.ConversationKey) string {
-	if conv.Thread != "" {
+// target is the channel id messages of conv go to: the thread, if any and
+// open.
+func (a *Adapter) target(conv core.ConversationKey) string {
+	if _, unopened := a.unopened.get(conv.Thread); conv.Thread != "" && !unopened {
 		return conv.Thread
 	}
 	return conv.Channel
@@ -198,7 +199,7 @@ const sendWait = 5 * time.Second
 // Send implements core.Platform. Mentions are never parsed: nothing the
 // agent writes can ping anyone.
 func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post) (core.MessageRef, error) {
-	ch := target(to)
+	ch := a.target(to)
 	if ch == "" {
 		return core.MessageRef{}, fmt.Errorf("discord: send: no channel in %s: %w", to, core.ErrNotFound)
 	}
@@ -241,7 +242,7 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 // Edit implements core.Platform. A message older than the edit window is
 // reported as core.ErrNotFound, so a long reply continues in a new message.
 func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) error {
-	ch := target(ref.Conv)
+	ch := a.target(ref.Conv)
 	a.mu.Lock()
 	at, known := a.sentAt[ref.ID]
 	a.mu.Unlock()
@@ -271,7 +272,7 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, p core.Post) er
 // Typing implements core.Typer. Discord's indicator lasts 10 s; calls
 // closer than typingEvery to the last one in the channel do nothing.
 func (a *Adapter) Typing(ctx context.Context, conv core.ConversationKey) error {
-	ch := target(conv)
+	ch := a.target(conv)
 	a.mu.Lock()
 	last := a.typed[ch]
 	now := time.Now()

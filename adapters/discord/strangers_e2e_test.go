@@ -1,0 +1,57 @@
+package discord
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentbridge/agentbridge/adapters/discord/discordtest"
+)
+
+// With thread_per_mention, a stranger's mentions open no thread (before,
+// each opened a public thread named by the stranger's text, before the
+// access check; issue 27 item 7): their refusal is a reply in the channel.
+// An allowed user's mention opens its thread and is answered there.
+func TestEngineThreadPerMentionOnlyForAccepted(t *testing.T) {
+	fake := discordtest.NewServer(testToken)
+	defer fake.Close()
+	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
+	runEngineWith(t, fake, nil, Options{ThreadPerMention: true, MessageContent: true})
+
+	stranger := discordtest.User{ID: "666", Name: "stranger"}
+	var strangers []string
+	for i := range 20 {
+		id := fmt.Sprintf("MX%d", i)
+		strangers = append(strangers, id)
+		fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate(id, "C1", "G1", stranger, "FREE NITRO at evil.example", true))
+	}
+	// The gateway's events are normalized in order: once this is answered,
+	// every mention before it has been through the adapter.
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("MA", "C1", "G1", alice, "hello from alice", true))
+	has := func(channel, text string) bool {
+		return strings.Contains(strings.Join(fake.Contents(channel), "\n"), text)
+	}
+	waitFor(t, fake, "alice's answer", func() bool { return has("MA", "hello from alice") || has("C1", "hello from alice") })
+	if !has("MA", "hello from alice") {
+		t.Error("alice's answer is not in her thread")
+	}
+	refused := func(channel string) bool { return has(channel, "not allowed") }
+	waitFor(t, fake, "the stranger's refusal", func() bool {
+		for _, ch := range append([]string{"C1"}, strangers...) {
+			if refused(ch) {
+				return true
+			}
+		}
+		return false
+	})
+	if !refused("C1") {
+		t.Error("the stranger's refusal is not in the channel")
+	}
+	var opened []string
+	for _, c := range fake.CallsTo("POST", "/threads") {
+		opened = append(opened, c.Path)
+	}
+	if len(opened) != 1 || !strings.Contains(opened[0], "/messages/MA/threads") {
+		t.Errorf("threads opened: %q; want alice's only", opened)
+	}
+}
