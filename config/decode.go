@@ -271,7 +271,7 @@ func (d *decoder) mappingOr(n *yaml.Node, path string, fields []field, other fun
 			return
 		}
 		if j < 0 {
-			d.fail(k.Line, p, "unknown field%s", suggest(name, fields))
+			d.fail(k.Line, p, "%s", yamlnode.UnknownField(name, fieldNames(fields)))
 			return
 		}
 		d.lines[p] = k.Line
@@ -292,7 +292,7 @@ func (d *decoder) entries(r *yaml.Node, path string, each func(name, p string, k
 		}
 		p := join(path, name)
 		if first, dup := seen[name]; dup {
-			d.fail(k.Line, p, "set twice (first at line %d)", first)
+			d.fail(k.Line, p, "%s", yamlnode.SetTwice(first))
 			continue
 		}
 		seen[name] = k.Line
@@ -305,7 +305,7 @@ func (d *decoder) key(k *yaml.Node, path string) (string, bool) {
 	k = resolve(k)
 	switch {
 	case k.Kind != yaml.ScalarNode:
-		d.fail(k.Line, path, "expected a field name, got %s", yamlnode.Describe(k))
+		d.fail(k.Line, path, "%s", yamlnode.Expected("a field name", k))
 		return "", false
 	case k.ShortTag() == "!!merge":
 		d.fail(k.Line, path, "merge keys (<<) are not supported; write the fields out")
@@ -314,49 +314,19 @@ func (d *decoder) key(k *yaml.Node, path string) (string, bool) {
 	return k.Value, true
 }
 
+func fieldNames(fields []field) []string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	return names
+}
+
 func join(path, name string) string {
 	if path == "" {
 		return name
 	}
 	return path + "." + name
-}
-
-// suggest names the known field closest to a misspelt one.
-func suggest(name string, fields []field) string {
-	best, bestDist := "", 3
-	for _, f := range fields {
-		if dist := editDistance(name, f.name); dist < bestDist {
-			best, bestDist = f.name, dist
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return "; did you mean " + best + "?"
-}
-
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64 // not a typo of a field name
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func (d *decoder) sub(fields []field) func(*yaml.Node, string) {
@@ -396,7 +366,7 @@ func (d *decoder) stringValue(n *yaml.Node, path string) (string, bool) {
 		return "", false
 	}
 	if !stringish(r) {
-		d.fail(n.Line, path, "expected a string, got %s", yamlnode.Describe(r))
+		d.fail(n.Line, path, "%s", yamlnode.Expected("a string", r))
 		return "", false
 	}
 	if strings.Contains(r.Value, "${") {
@@ -458,7 +428,7 @@ func (d *decoder) scalar(n *yaml.Node, path, tag, want string, v any) bool {
 		return false
 	}
 	if r.Kind != yaml.ScalarNode || r.ShortTag() != tag || r.Decode(v) != nil {
-		d.fail(n.Line, path, "expected %s, got %s", want, yamlnode.Describe(r))
+		d.fail(n.Line, path, "%s", yamlnode.Expected(want, r))
 		return false
 	}
 	return true
@@ -473,7 +443,7 @@ func (d *decoder) node(n *yaml.Node, path string, kind yaml.Kind, want string) (
 		return nil, false
 	}
 	if r.Kind != kind {
-		d.fail(n.Line, path, "expected %s, got %s", want, yamlnode.Describe(r))
+		d.fail(n.Line, path, "%s", yamlnode.Expected(want, r))
 		return nil, false
 	}
 	return r, true
@@ -509,7 +479,7 @@ func (d *decoder) money(dst *float64) func(*yaml.Node, string) {
 		}
 		var v float64
 		if r.Kind != yaml.ScalarNode || (r.ShortTag() != "!!int" && r.ShortTag() != "!!float") || r.Decode(&v) != nil {
-			d.fail(n.Line, path, "expected an amount in US dollars such as 2.50, got %s", yamlnode.Describe(r))
+			d.fail(n.Line, path, "%s", yamlnode.Expected("an amount in US dollars such as 2.50", r))
 			return
 		}
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -537,7 +507,7 @@ func (d *decoder) duration(dst *time.Duration, positive bool) func(*yaml.Node, s
 			return
 		}
 		if r.Kind != yaml.ScalarNode || (r.ShortTag() != "!!str" && r.ShortTag() != "!!int") {
-			d.fail(n.Line, path, `expected a duration such as "30s", got %s`, yamlnode.Describe(r))
+			d.fail(n.Line, path, "%s", yamlnode.Expected(`a duration such as "30s"`, r))
 			return
 		}
 		v, err := time.ParseDuration(r.Value)

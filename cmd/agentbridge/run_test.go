@@ -293,7 +293,7 @@ func TestRunRefusals(t *testing.T) {
 		{"bad permission", "", []string{"--profile", nostart, "--permission", "maybe", "hi"}, []string{"--permission must be ask, allow or deny"}},
 		{"bad attach", "", []string{"--profile", nostart, "--attach", "nourl", "hi"}, []string{"want KIND=URL"}},
 		{"missing profile", "", []string{"--profile", missing, "hi"}, []string{"missing.yaml", "no such file"}},
-		{"bad profile", "", []string{"--profile", bad, "hi"}, []string{bad + ":2: timeout_secs: must not be negative", bad + ":3: foo: unknown key"}},
+		{"bad profile", "", []string{"--profile", bad, "hi"}, []string{bad + ":2: timeout_secs: must not be negative", bad + ":3: foo: unknown field"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,7 +57,7 @@ bogus: 1
 		cfg + ":8: bogus: unknown field",
 		cfg + ":2: profiles.missing: load profile: open " + filepath.Join(dir, "nope.yaml") + ": no such file or directory",
 		cfg + ":3: profiles.broken:",
-		filepath.Join(dir, "broken.yaml") + ":2: colour: unknown key",
+		filepath.Join(dir, "broken.yaml") + ":2: colour: unknown field",
 		filepath.Join(dir, "broken.yaml") + ":3: timeout_secs:",
 		`warning: profile claude: its shim runs claude: agent command "claude" not found on PATH; its turns will fail until that is fixed`,
 		"warning: " + cfg + ":1: no platform is enabled, so serve will refuse to start: set enabled: true under slack, discord or telegram",

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,21 +169,14 @@ func (pp *profileParser) parse(doc *yaml.Node) {
 		timeoutSet, graceSet    bool
 		permTimeoutSet          bool
 	)
-	seen := map[string]int{}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		k, v := root.Content[i], root.Content[i+1]
-		key := k.Value
-		if prev, dup := seen[key]; dup {
-			pp.errorf(k.Line, key, "duplicate key (first set on line %d)", prev)
-			continue
-		}
-		seen[key] = k.Line
-		switch key {
-		case "name":
+	// The profile's fields, in the order its documentation lists them.
+	fields := []profileField{
+		{"name", func(v *yaml.Node, key string) {
 			if s, ok := pp.str(v, key); ok {
 				p.Name = s
 			}
-		case "command":
+		}},
+		{"command", func(v *yaml.Node, key string) {
 			sawCommand = true
 			if s, ok := pp.str(v, key); ok {
 				if s == "" {
@@ -190,32 +184,37 @@ func (pp *profileParser) parse(doc *yaml.Node) {
 				}
 				p.Command = s
 			}
-		case "executor":
-			// In-process executors are SDK-specific (upstream spec); this
-			// bridge always spawns command, so the name is only accepted.
+		}},
+		// In-process executors are SDK-specific (upstream spec); this
+		// bridge always spawns command, so the name is only accepted.
+		{"executor", func(v *yaml.Node, key string) {
 			sawExecutor = true
 			pp.str(v, key)
-		case "args":
+		}},
+		{"args", func(v *yaml.Node, key string) {
 			p.Args = pp.strList(v, key)
 			if p.Args == nil {
 				p.Args = []string{}
 			}
-		case "cwd":
+		}},
+		{"cwd", func(v *yaml.Node, key string) {
 			if s, ok := pp.str(v, key); ok {
 				p.Cwd = s
 			}
-		case "env":
-			p.Env = pp.env(v)
-		case "env_allowlist":
+		}},
+		{"env", func(v *yaml.Node, key string) { p.Env = pp.env(v) }},
+		{"env_allowlist", func(v *yaml.Node, key string) {
 			if l := pp.strList(v, key); l != nil {
 				p.EnvAllowlist = l
 			} else {
 				p.EnvAllowlist = []string{}
 			}
-		case "timeout_secs":
+		}},
+		{"timeout_secs", func(v *yaml.Node, key string) {
 			timeoutSet = true
 			p.Timeout = pp.secs(v, key, false)
-		case "kill_grace_secs":
+		}},
+		{"kill_grace_secs", func(v *yaml.Node, key string) {
 			graceSet = true
 			p.KillGrace = pp.secs(v, key, true)
 			if p.KillGrace == 0 {
@@ -223,31 +222,49 @@ func (pp *profileParser) parse(doc *yaml.Node) {
 				// the smallest grace: SIGKILL right after SIGTERM.
 				p.KillGrace = time.Nanosecond
 			}
-		case "permission_timeout_secs":
+		}},
+		{"permission_timeout_secs", func(v *yaml.Node, key string) {
 			permTimeoutSet = true
 			p.PermissionTimeout = pp.secs(v, key, false)
-		case "streaming":
-			p.Streaming = pp.boolean(v, key)
-		case "permission":
-			p.Permission = pp.boolean(v, key)
-		case "description":
+		}},
+		{"streaming", func(v *yaml.Node, key string) { p.Streaming = pp.boolean(v, key) }},
+		{"permission", func(v *yaml.Node, key string) { p.Permission = pp.boolean(v, key) }},
+		{"description", func(v *yaml.Node, key string) {
 			if s, ok := pp.str(v, key); ok {
 				if len([]rune(s)) > 100 || strings.ContainsAny(s, "\n\r") {
 					pp.errorf(v.Line, key, "must be one line of at most 100 characters")
 				}
 				p.Description = s
 			}
-		case "approvers_only":
-			p.ApproversOnly = pp.boolean(v, key)
-		case "pick_users":
+		}},
+		{"approvers_only", func(v *yaml.Node, key string) { p.ApproversOnly = pp.boolean(v, key) }},
+		{"pick_users", func(v *yaml.Node, key string) {
 			if l := pp.strList(v, key); l != nil {
 				p.PickUsers = l
 			} else {
 				p.PickUsers = []string{}
 			}
-		default:
-			pp.errorf(k.Line, key, "unknown key")
+		}},
+	}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		key := k.Value
+		if prev, dup := seen[key]; dup {
+			pp.errorf(k.Line, key, "%s", yamlnode.SetTwice(prev))
+			continue
 		}
+		seen[key] = k.Line
+		j := slices.IndexFunc(fields, func(f profileField) bool { return f.name == key })
+		if j < 0 {
+			pp.errorf(k.Line, key, "%s", yamlnode.UnknownField(key, names))
+			continue
+		}
+		fields[j].set(v, key)
 	}
 	if !sawCommand {
 		if sawExecutor {
@@ -271,11 +288,17 @@ func (pp *profileParser) parse(doc *yaml.Node) {
 	}
 }
 
+// profileField is one key a profile may set, and what setting it does.
+type profileField struct {
+	name string
+	set  func(v *yaml.Node, key string)
+}
+
 // str accepts only a YAML string: a number where a path or a command is
 // expected is a mistake worth reporting.
 func (pp *profileParser) str(v *yaml.Node, field string) (string, bool) {
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
-		pp.errorf(v.Line, field, "must be a string, got %s", yamlnode.Describe(v))
+		pp.errorf(v.Line, field, "%s", yamlnode.Expected("a string", v))
 		return "", false
 	}
 	return v.Value, true
@@ -285,7 +308,7 @@ func (pp *profileParser) str(v *yaml.Node, field string) (string, bool) {
 // values where `8080` or `true` plainly mean the string.
 func (pp *profileParser) scalar(v *yaml.Node, field string) (string, bool) {
 	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-		pp.errorf(v.Line, field, "must be a string, got %s", yamlnode.Describe(v))
+		pp.errorf(v.Line, field, "%s", yamlnode.Expected("a string", v))
 		return "", false
 	}
 	return v.Value, true
@@ -293,7 +316,7 @@ func (pp *profileParser) scalar(v *yaml.Node, field string) (string, bool) {
 
 func (pp *profileParser) strList(v *yaml.Node, field string) []string {
 	if v.Kind != yaml.SequenceNode {
-		pp.errorf(v.Line, field, "must be a list of strings, got %s", yamlnode.Describe(v))
+		pp.errorf(v.Line, field, "%s", yamlnode.Expected("a list", v))
 		return nil
 	}
 	out := make([]string, 0, len(v.Content))
@@ -307,10 +330,11 @@ func (pp *profileParser) strList(v *yaml.Node, field string) []string {
 
 func (pp *profileParser) env(v *yaml.Node) map[string]string {
 	if v.Kind != yaml.MappingNode {
-		pp.errorf(v.Line, "env", "must be a mapping of names to values, got %s", yamlnode.Describe(v))
+		pp.errorf(v.Line, "env", "%s", yamlnode.Expected("a mapping", v))
 		return nil
 	}
 	out := make(map[string]string, len(v.Content)/2)
+	seen := map[string]int{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := v.Content[i], v.Content[i+1]
 		name := k.Value
@@ -319,10 +343,11 @@ func (pp *profileParser) env(v *yaml.Node) map[string]string {
 			pp.errorf(k.Line, "env", "invalid variable name %q", name)
 			continue
 		}
-		if _, dup := out[name]; dup {
-			pp.errorf(k.Line, field, "duplicate key")
+		if first, dup := seen[name]; dup {
+			pp.errorf(k.Line, field, "%s", yamlnode.SetTwice(first))
 			continue
 		}
+		seen[name] = k.Line
 		if s, ok := pp.scalar(val, field); ok {
 			if strings.ContainsRune(s, 0) {
 				pp.errorf(val.Line, field, "must not contain a NUL byte")
@@ -336,7 +361,7 @@ func (pp *profileParser) env(v *yaml.Node) map[string]string {
 
 func (pp *profileParser) boolean(v *yaml.Node, field string) bool {
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
-		pp.errorf(v.Line, field, "must be true or false, got %s", yamlnode.Describe(v))
+		pp.errorf(v.Line, field, "%s", yamlnode.Expected("true or false", v))
 		return false
 	}
 	b, err := strconv.ParseBool(strings.ToLower(v.Value))
@@ -349,7 +374,7 @@ func (pp *profileParser) boolean(v *yaml.Node, field string) bool {
 // secs parses a number of seconds (integer or decimal).
 func (pp *profileParser) secs(v *yaml.Node, field string, zeroOK bool) time.Duration {
 	if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") {
-		pp.errorf(v.Line, field, "must be a number of seconds, got %s", yamlnode.Describe(v))
+		pp.errorf(v.Line, field, "%s", yamlnode.Expected("a number of seconds", v))
 		return 0
 	}
 	f, err := strconv.ParseFloat(v.Value, 64)

@@ -87,22 +87,27 @@ env:
   OK: fine
   BAD: [1]
 `, []string{
-			"p.yaml:1: args: must be a list of strings, got the string \"python3 agent.py\"",
-			"p.yaml:2: cwd: must be a string, got the integer \"12\"",
+			"p.yaml:1: args: expected a list, got the string \"python3 agent.py\"",
+			"p.yaml:2: cwd: expected a string, got the integer \"12\"",
 			"p.yaml:3: timeout_secs: must not be negative",
-			"p.yaml:4: kill_grace_secs: must be a number of seconds, got the string \"soon\"",
-			"p.yaml:5: streaming: must be true or false, got the string \"yes please\"",
-			"p.yaml:6: permision: unknown key",
-			"p.yaml:9: env.BAD: must be a string, got a list",
+			"p.yaml:4: kill_grace_secs: expected a number of seconds, got the string \"soon\"",
+			"p.yaml:5: streaming: expected true or false, got the string \"yes please\"",
+			"p.yaml:6: permision: unknown field; did you mean permission?",
+			"p.yaml:9: env.BAD: expected a string, got a list",
 			"p.yaml:1: command: is required",
 		}},
 		{"duplicate and zero timeout", "command: a\ncommand: b\ntimeout_secs: 0\n", []string{
-			"p.yaml:2: command: duplicate key (first set on line 1)",
+			"p.yaml:2: command: set twice (first at line 1)",
 			"p.yaml:3: timeout_secs: must be greater than zero",
 		}},
 		{"bad bridge keys", "command: a\ndescription: \"two\\nlines\"\napprovers_only: maybe\n", []string{
 			"p.yaml:2: description: must be one line of at most 100 characters",
-			"p.yaml:3: approvers_only: must be true or false, got the string \"maybe\"",
+			"p.yaml:3: approvers_only: expected true or false, got the string \"maybe\"",
+		}},
+		// The config's wording, suggestion and all: one YAML vocabulary.
+		{"unknown and twice", "command: a\ncolour: blue\nenv:\n  A: x\n  A: y\n", []string{
+			"p.yaml:2: colour: unknown field",
+			"p.yaml:5: env.A: set twice (first at line 4)",
 		}},
 		{"empty command", "command: \"\"\n", []string{"p.yaml:1: command: must not be empty"}},
 		{"empty file", "", []string{"p.yaml:1: empty profile: command is required"}},

@@ -44,3 +44,30 @@ func TestSyntaxError(t *testing.T) {
 		t.Errorf("without a line: %d, %q", line, problem)
 	}
 }
+
+// The wording both decoders give: a misspelt field names the known one it
+// is closest to (within two edits), a field set twice its first line.
+func TestWording(t *testing.T) {
+	known := []string{"queue_depth", "permission", "timeout_secs"}
+	for _, tc := range []struct{ name, want string }{
+		{"queue_dept", "unknown field; did you mean queue_depth?"},
+		{"permision", "unknown field; did you mean permission?"},
+		{"timeout", "unknown field"},
+		{"colour", "unknown field"},
+		{strings.Repeat("x", 100), "unknown field"},
+	} {
+		if got := UnknownField(tc.name, known); got != tc.want {
+			t.Errorf("UnknownField(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := SetTwice(3); got != "set twice (first at line 3)" {
+		t.Errorf("SetTwice = %q", got)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte("[1]"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := Expected("a string", doc.Content[0]); got != "expected a string, got a list" {
+		t.Errorf("Expected = %q", got)
+	}
+}
