@@ -54,16 +54,17 @@ type Settings struct {
 	// the route's; nil offers none.
 	Choices    func(core.ConversationKey) []string
 	QueueDepth int           // queued turns per conversation; default 5
+	DedupTTL   time.Duration // default 24h
+	// IdleTimeout stops a turn whose agent has sent no event for this long,
+	// except while one of its permission prompts is open; 0 = never.
+	IdleTimeout time.Duration
 	// MaxTurns caps the agents running at once over the bridge (default
 	// DefaultMaxTurns); MaxTurnsPerUser caps one user's (default half of
 	// MaxTurns, rounded up; never more than MaxTurns). A turn beyond them
 	// waits on its conversation's lane for a slot.
 	MaxTurns, MaxTurnsPerUser int
-	DedupTTL   time.Duration // default 24h
-	// IdleTimeout stops a turn whose agent has sent no event for this long,
-	// except while one of its permission prompts is open; 0 = never.
-	IdleTimeout time.Duration
-	Presenter   PresenterSettings
+
+	Presenter PresenterSettings
 }
 
 // PresenterSettings tune how replies stream.

@@ -140,6 +140,10 @@ func runLoad(b *testing.B, n int, ramp, sleep time.Duration, prof *agentproc.Pro
 		Platforms:      map[string]engine.PlatformSettings{"fake": {AllowUsers: []string{"*"}}},
 		Profiles:       map[string]*agentproc.Profile{"sleeper": prof},
 		DefaultProfile: "sleeper",
+		// Every turn in flight at once, as an operator who raised
+		// max_concurrent_turns for it would have them: the bridge's own cost.
+		MaxTurns:        n,
+		MaxTurnsPerUser: n,
 	}, engine.Options{TempDir: b.TempDir()})
 	h := eng.Handler(plat)
 	ctx, cancel := context.WithCancel(context.Background())
