@@ -230,6 +230,7 @@ telegram:
 		`agentbridge_turn_duration_seconds_count{platform="telegram",profile="demo"} 0`,
 		`agentbridge_permission_requests_total{platform="telegram",result="allowed"} 0`,
 		`agentbridge_replies_lost_total{platform="telegram"} 0`,
+		`agentbridge_turns_waiting{platform="telegram"} 0`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics before any traffic lacks %s", want)

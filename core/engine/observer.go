@@ -18,6 +18,9 @@ type Observer interface {
 	Permission(platform, result string)
 	// ReplyLost counts final replies that could not be delivered.
 	ReplyLost(platform string)
+	// TurnWaiting counts turns waiting for a free agent slot (the cap on
+	// agents at once): +1 when one starts waiting, -1 when it stops.
+	TurnWaiting(platform string, delta int)
 	// Submitted counts a turn nobody typed once it ended or was refused:
 	// origin is OriginSchedule or OriginTrigger, result a TurnResults or
 	// SubmitResults value.
@@ -41,4 +44,5 @@ func (nopObserver) TurnStarted(string, string)                         {}
 func (nopObserver) TurnFinished(string, string, string, time.Duration) {}
 func (nopObserver) Permission(string, string)                          {}
 func (nopObserver) ReplyLost(string)                                   {}
+func (nopObserver) TurnWaiting(string, int)                            {}
 func (nopObserver) Submitted(string, string, string)                   {}

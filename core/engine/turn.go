@@ -316,16 +316,22 @@ func (e *Engine) takeSlot(ctx context.Context, t *turn, log *slog.Logger) (func(
 	if t.sub != nil {
 		user = "\x00" + t.sub.Origin // whoever configured it: one user per origin
 	}
+	waited := false
 	release, err := e.slots.acquire(ctx, user, func(w *slotWait, f slotFull) {
 		t.mu.Lock()
 		t.slot = w
 		t.mu.Unlock()
+		waited = true
+		e.opts.Observer.TurnWaiting(t.plat.Name(), 1)
 		log.InfoContext(ctx, "turn waits for a free agent slot", "ahead", f.ahead, "user_share", f.perUser)
 		e.say(ctx, t.plat, t.msg, f.notice())
 	})
 	t.mu.Lock()
 	t.slot = nil
 	t.mu.Unlock()
+	if waited {
+		e.opts.Observer.TurnWaiting(t.plat.Name(), -1)
+	}
 	if err == nil {
 		return sync.OnceFunc(release), true
 	}

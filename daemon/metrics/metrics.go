@@ -27,6 +27,7 @@ type Metrics struct {
 	permission *family
 	lost       *family
 	submitted  *family
+	waiting    *family
 }
 
 var _ engine.Observer = (*Metrics)(nil)
@@ -54,6 +55,8 @@ func New() *Metrics {
 		submitted: newFamily(kindCounter, "agentbridge_submitted_turns_total",
 			"Turns nobody typed, by origin (schedule, trigger) and how they ended (a turn result, or busy, draining, cancelled, failed).",
 			"platform", "origin", "result"),
+		waiting: newFamily(kindGauge, "agentbridge_turns_waiting",
+			"Turns waiting for a free agent slot (max_concurrent_turns and its per-user share).", "platform"),
 	}
 }
 
@@ -70,6 +73,7 @@ func (m *Metrics) Known(platforms, profiles []string) {
 			m.permission.touch(p, r)
 		}
 		m.lost.touch(p)
+		m.waiting.touch(p)
 		for _, origin := range []string{engine.OriginSchedule, engine.OriginTrigger} {
 			for _, r := range slices.Concat(engine.TurnResults, engine.SubmitResults) {
 				m.submitted.touch(p, origin, r)
@@ -115,13 +119,18 @@ func (m *Metrics) Submitted(platform, origin, result string) {
 	m.submitted.add(1, platform, origin, result)
 }
 
+// TurnWaiting implements engine.Observer.
+func (m *Metrics) TurnWaiting(platform string, delta int) {
+	m.waiting.add(float64(delta), platform)
+}
+
 // Handler serves /metrics and /healthz.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		bw := bufio.NewWriter(w)
-		for _, f := range []*family{m.messages, m.turns, m.active, m.duration, m.permission, m.lost, m.submitted} {
+		for _, f := range []*family{m.messages, m.turns, m.active, m.duration, m.permission, m.lost, m.submitted, m.waiting} {
 			f.write(bw)
 		}
 		writeRuntime(bw)

@@ -133,6 +133,7 @@ func TestKnownSeriesStartAtZero(t *testing.T) {
 		}
 		want = append(want,
 			`agentbridge_replies_lost_total{platform="`+p+`"} 0`,
+			`agentbridge_turns_waiting{platform="`+p+`"} 0`,
 			`agentbridge_turns_running{platform="`+p+`",profile="demo"} 0`,
 			`agentbridge_turn_duration_seconds_count{platform="`+p+`",profile="demo"} 0`,
 		)
