@@ -391,14 +391,17 @@ func routeKeyOf(rawURL string) string {
 }
 
 // tokenInPath matches interaction and webhook tokens in URLs.
-var tokenInPath = regexp.MustCompile(`(/(?:interactions|webhooks)/[0-9A-Za-z]+/)[^/?\s"]+`)
+// Compiled on first use: every agentbridge process links this package.
+var tokenInPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(/(?:interactions|webhooks)/[0-9A-Za-z]+/)[^/?\s"]+`)
+})
 
 // redact removes the bot token and interaction/webhook tokens from s.
 func (a *Adapter) redact(s string) string {
 	if tok := a.opts.Token.Reveal(); tok != "" {
 		s = strings.ReplaceAll(s, tok, "REDACTED")
 	}
-	return tokenInPath.ReplaceAllString(s, "${1}REDACTED")
+	return tokenInPath().ReplaceAllString(s, "${1}REDACTED")
 }
 
 // scrub returns err with tokens removed from its message. The result keeps

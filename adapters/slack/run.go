@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -184,7 +185,11 @@ type inbound struct {
 	mention, fromBot                                          bool
 }
 
-var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(\|[^>]*)?>`)
+// mentionRE matches a user mention, <@U123> or <@U123|name>. Compiled on
+// first use: every agentbridge process links this package.
+var mentionRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`<@([A-Z0-9]+)(\|[^>]*)?>`)
+})
 
 // normalize turns an inbound event into a core message, or reports false
 // for messages the bridge does not answer.
@@ -203,7 +208,7 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 		return core.Message{}, false
 	}
 	mentioned := in.mention
-	for _, sm := range mentionRE.FindAllStringSubmatch(in.text, -1) {
+	for _, sm := range mentionRE().FindAllStringSubmatch(in.text, -1) {
 		if sm[1] == botUser {
 			mentioned = true
 		}
@@ -224,8 +229,8 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 		}
 		conv.Thread = in.ts // the mention starts a thread
 	}
-	text := strings.TrimSpace(mentionRE.ReplaceAllStringFunc(in.text, func(s string) string {
-		if sm := mentionRE.FindStringSubmatch(s); sm != nil && sm[1] == botUser {
+	text := strings.TrimSpace(mentionRE().ReplaceAllStringFunc(in.text, func(s string) string {
+		if sm := mentionRE().FindStringSubmatch(s); sm != nil && sm[1] == botUser {
 			return ""
 		}
 		return s

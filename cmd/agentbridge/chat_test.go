@@ -25,7 +25,7 @@ var (
 )
 
 // agentbridgeBinary builds cmd/agentbridge once per test run.
-func agentbridgeBinary(t *testing.T) string {
+func agentbridgeBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "agentbridge-bin-")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/agentbridge/agentbridge/shim/internal/shimio"
 )
@@ -49,11 +50,15 @@ func (it *toolItem) describe(typ string) (name, detail string) {
 }
 
 // shellWrap is codex's way of running a command: `/bin/bash -lc '…'`.
-var shellWrap = regexp.MustCompile(`^(?:\S*/)?(?:bash|sh|zsh) -l?c (.+)$`)
+// Compiled on first use, as every package-level pattern here: every
+// agentbridge process (each turn's shim among them) links this package.
+var shellWrap = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:\S*/)?(?:bash|sh|zsh) -l?c (.+)$`)
+})
 
 // unwrapShell shows the command codex runs, not the shell around it.
 func unwrapShell(cmd string) string {
-	m := shellWrap.FindStringSubmatch(cmd)
+	m := shellWrap().FindStringSubmatch(cmd)
 	if m == nil {
 		return cmd
 	}
