@@ -131,16 +131,12 @@ func Unstartable(profiles map[string]*agentproc.Profile) map[string]error {
 	for name, p := range profiles {
 		err := p.Check(nil)
 		if cli := shimCLI(p); err == nil && cli != "" {
-			q := *p
-			q.Command, q.Args = cli, nil
-			if err = q.Check(nil); err != nil {
+			if err = checkBehind(p, cli); err != nil {
 				err = fmt.Errorf("its shim runs %s: %w", cli, err)
 			}
 		}
 		if client := isolateClient(p); err == nil && client != "" {
-			q := *p
-			q.Command, q.Args = client, nil
-			if err = q.Check(nil); err != nil {
+			if err = checkBehind(p, client); err != nil {
 				err = fmt.Errorf("it runs its agent through %s: %w", client, err)
 			}
 		}
@@ -149,6 +145,15 @@ func Unstartable(profiles map[string]*agentproc.Profile) map[string]error {
 		}
 	}
 	return out
+}
+
+// checkBehind checks that command, which p's agentbridge runs in turn (a
+// shim's CLI, an isolate's container client), could start as p's agent
+// would: Check with command in its place, on the agent's PATH.
+func checkBehind(p *agentproc.Profile, command string) error {
+	q := *p
+	q.Command, q.Args = command, nil
+	return q.Check(nil)
 }
 
 // isolateClient returns the container client a profile such as
