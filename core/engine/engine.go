@@ -19,6 +19,7 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/lane"
+	"github.com/agentbridge/agentbridge/core/stream"
 )
 
 // Causes a turn's context can be cancelled with.
@@ -362,29 +363,45 @@ func (e *Engine) seen(ctx context.Context, p core.Platform, m core.Message, entr
 }
 
 // say posts a plain notice answering m in its conversation, retrying rate
-// limits and transient failures. Retrying a failed one-off write (notice,
-// prompt, prompt outcome) is the engine's job, here and in ask, through
-// retry; the presenter retries replies. Adapters only pace their calls to
-// their budgets and return a platform's refusal (a *core.RateLimitError)
-// instead of retrying it. say runs on the conversation's intake worker or
-// its lane, so its waits delay only that conversation, and they end when
-// the drain does.
+// limits and transient failures by the presenter's policy for one-off
+// writes (stream.Send); a running turn's own notices, prompts and prompt
+// outcomes go through its presenter, which orders them with the reply
+// (sayInTurn, ask). Adapters only pace their calls to their budgets and
+// return a platform's refusal (a *core.RateLimitError) instead of
+// retrying it. say runs on the conversation's intake worker or its lane,
+// so its waits delay only that conversation, and they end when the drain
+// does.
 func (e *Engine) say(ctx context.Context, p core.Platform, m core.Message, text string) {
 	e.notice(ctx, p, m, core.Post{Text: text, Plain: true, ReplyTo: m.ID})
 }
 
 // notice is say with a post of its own (a notice with buttons).
 func (e *Engine) notice(ctx context.Context, p core.Platform, m core.Message, post core.Post) {
+	e.deliverNotice(ctx, m, post, func() error {
+		_, err := stream.Send(ctx, p, m.Conv, post)
+		return err
+	})
+}
+
+// sayInTurn is say for a notice of t's own, which t's presenter orders
+// with the reply's writes.
+func (e *Engine) sayInTurn(ctx context.Context, t *turn, text string) {
+	post := core.Post{Text: text, Plain: true, ReplyTo: t.msg.ID}
+	e.deliverNotice(ctx, t.msg, post, func() error {
+		_, err := t.pres.Notice(ctx, post)
+		return err
+	})
+}
+
+// deliverNotice hands post to m's own answer when it takes one, else
+// sends it with send.
+func (e *Engine) deliverNotice(ctx context.Context, m core.Message, post core.Post, send func() error) {
 	if m.Answer != nil {
 		if _, ok := m.Answer(ctx, post); ok {
 			return
 		}
 	}
-	err := retry(ctx, func() error {
-		_, err := p.Send(ctx, m.Conv, post)
-		return err
-	})
-	if err != nil {
+	if err := send(); err != nil {
 		e.log.WarnContext(ctx, "send notice failed", "conv", m.Conv, "err", err)
 	}
 }

@@ -74,9 +74,6 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		{Label: "Allow for this session", Value: token + ":" + choiceSession, Answer: core.AnswerAllowSession},
 	}
 	pr := &prompt{req: req, turn: t, session: session, text: text}
-	fctx, cancel := context.WithTimeout(ctx, flushWait)
-	t.pres.Flush(fctx)
-	cancel()
 	e.mu.Lock()
 	e.prompts[token] = pr
 	e.mu.Unlock()
@@ -86,15 +83,10 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		e.mu.Unlock()
 	}()
 
-	// The reply's placeholder must not say "thinking…" while the agent
-	// waits for a person.
-	t.pres.Prompt(true)
-	defer t.pres.Prompt(false)
-	var ref core.MessageRef
-	err := retry(ctx, func() (err error) {
-		ref, err = t.plat.Send(ctx, t.msg.Conv, core.Post{Text: text, Buttons: buttons, ReplyTo: t.msg.ID})
-		return err
-	})
+	// After the reply's text so far; its placeholder does not say
+	// "thinking…" while the agent waits for a person.
+	ref, closed, err := t.pres.Ask(ctx, core.Post{Text: text, Buttons: buttons, ReplyTo: t.msg.ID}, flushWait)
+	defer closed()
 	if err != nil {
 		log.ErrorContext(ctx, "permission prompt could not be shown; denying", "err", err)
 		req.Respond(agentproc.Decision{Message: "the bridge could not show the permission prompt to the user"})
@@ -176,7 +168,7 @@ func autoAllowed(tool string, who core.User) string {
 func (e *Engine) showOutcome(ctx context.Context, pr *prompt, ref core.MessageRef, outcome string) {
 	t := pr.turn
 	final := pr.text + "\n\n" + render.Render(outcome, t.plat.Limits().Dialect)
-	if err := retry(ctx, func() error { return t.plat.Edit(ctx, ref, core.Post{Text: final}) }); err != nil {
+	if err := t.pres.Amend(ctx, ref, core.Post{Text: final}); err != nil {
 		e.log.WarnContext(ctx, "permission prompt could not be updated", "conv", t.msg.Conv, "turn", t.id, "err", err)
 	}
 }

@@ -218,7 +218,7 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		// A notice of its own, so the reply's placeholder still shows while
 		// the new profile's agent is silent; said only by a turn that runs
 		// (and saves the session's new profile), so it is said once.
-		e.say(ctx, t.plat, m, note)
+		e.sayInTurn(ctx, t, note)
 	}
 
 	var wg sync.WaitGroup // permission prompts and the typing indicator

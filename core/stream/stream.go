@@ -9,7 +9,9 @@
 // Inside, loop drives three parts that each stand alone: decide (what to
 // send next, from the reply's state and the turn as it stands; pure), the
 // pacer (when the next write may go) and classify (what a platform call's
-// error means). The native stream path shares the pacer and classify.
+// error means). The native stream path shares the pacer and classify, and
+// so do the turn's one-off writes (notices, permission prompts and their
+// outcomes: outbox.go), which the Presenter orders with the reply's.
 package stream
 
 import (
@@ -84,6 +86,11 @@ type Presenter struct {
 	lim  core.Limits
 	opts Options
 	log  *slog.Logger
+
+	// writing is held through every platform write of the turn, the
+	// reply's and the one-off ones (outbox.go), so they go one at a time:
+	// a prompt or a notice never races one of the reply's writes.
+	writing sync.Mutex
 
 	mu       sync.Mutex
 	output   strings.Builder
@@ -265,12 +272,14 @@ func (s *Presenter) loop(ctx context.Context) error {
 			ref core.MessageRef
 			err error
 		)
+		s.writing.Lock()
 		if a.send {
 			ref, err = s.plat.Send(ctx, s.conv, a.post)
 		} else {
 			ref = r.sent[a.idx].ref
 			err = s.plat.Edit(ctx, ref, a.post)
 		}
+		s.writing.Unlock()
 		o := classify(err, attempt{edit: !a.send, interim: !final, plain: r.plain, maxText: r.maxText}, ctx.Err())
 		now, backoff := time.Now(), pace.backoff
 		pace.record(now, o)
@@ -341,11 +350,13 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 			}
 			continue
 		}
+		s.writing.Lock()
 		if final != nil {
 			err = stream.Stop(ctx, joinBlocks(joinBlocks(delta, final.Reply), ending(final, false)))
 		} else {
 			err = stream.Append(ctx, delta)
 		}
+		s.writing.Unlock()
 		o := classify(err, attempt{interim: final == nil}, ctx.Err())
 		pace.record(time.Now(), o)
 		if o.kind == wait {
@@ -354,7 +365,9 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 		if o.kind != shown {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "native stream failed; posting the rest", slog.Any("err", err))
 			if final == nil {
+				s.writing.Lock()
 				stream.Stop(ctx, "")
+				s.writing.Unlock()
 			}
 			return appended, false, nil
 		}
@@ -386,7 +399,9 @@ func (s *Presenter) openNative(ctx context.Context, st core.Streamer, start time
 			return nil, fmt.Errorf("present reply in %s: %w", s.conv, err)
 		}
 	}
+	s.writing.Lock()
 	stream, err := st.StartStream(ctx, s.conv)
+	s.writing.Unlock()
 	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "native stream unavailable; posting and editing", slog.Any("err", err))
 		return nil, nil
