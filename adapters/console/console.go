@@ -30,6 +30,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/render"
+	"github.com/agentbridge/agentbridge/internal/termtext"
 )
 
 // Name is the adapter's name, used as ConversationKey.Platform.
@@ -677,11 +678,15 @@ func (a *Adapter) cols() int {
 }
 
 // write prints s, part of the block, and tracks whether the cursor is at a
-// line start.
+// line start. s is text (the agent's, a user's name, a notice), never an
+// escape of ours (those go through control): its control characters are
+// shown, not obeyed, so an agent cannot write the clipboard, set the title
+// or erase what was printed.
 func (a *Adapter) write(s string) error {
 	if s == "" {
 		return nil
 	}
+	s = termtext.Visible(s)
 	a.lastOut = append(a.lastOut, s...)
 	a.resumable = false
 	a.lineStart = strings.HasSuffix(s, "\n")

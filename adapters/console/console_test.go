@@ -1040,3 +1040,35 @@ func FuzzDecodeKeys(f *testing.F) {
 		}
 	})
 }
+
+// TestEscapesShown attacks the terminal through the text the adapter prints
+// (issue 27, item 6): an agent's OSC 52 (the clipboard), OSC 0 (the title)
+// and \r ESC [K (erasing the line to hide what came before) are shown as
+// control pictures in a message, its streamed end and a redraw, while the
+// adapter's own escapes (the prompt's erase) still work.
+func TestEscapesShown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inR, inW := io.Pipe()
+		out := &syncBuffer{}
+		a := New(inR, out, Options{Prompt: "you> "})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx, newRecorder()) }()
+		synctest.Wait()
+
+		conv := core.ConversationKey{Platform: "console", Channel: "local"}
+		ref, _ := a.Send(ctx, conv, core.Post{Text: "clip\x1b]52;c;cm0gLXJmIH4=\x07 title\x1b]0;pwned\x07\n"})
+		a.Edit(ctx, ref, core.Post{Text: "clip\x1b]52;c;cm0gLXJmIH4=\x07 title\x1b]0;pwned\x07\nSECRET\r\x1b[Kall good"})
+		a.Edit(ctx, ref, core.Post{Text: "\u009b2J\x7f"})
+		want := "you> " + eraseLine +
+			"clip␛]52;c;cm0gLXJmIH4=␇ title␛]0;pwned␇\n" +
+			"SECRET␍␛[Kall good" +
+			"\r\x1b[1A" + clearDown + "␛[2J␡" // the redraw goes up over two rows
+		if got := out.String(); got != want {
+			t.Errorf("output:\n%q\nwant\n%q", got, want)
+		}
+		cancel()
+		inW.Close()
+		<-done
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge/core/agentproc/agentcheck"
+	"github.com/agentbridge/agentbridge/internal/termtext"
 	"github.com/agentbridge/agentbridge/profiles"
 )
 
@@ -87,7 +88,11 @@ func cmdCheck(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if *asJSON {
 		err = rep.WriteJSON(stdout)
 	} else {
-		err = rep.WriteText(stdout)
+		// The report quotes the agent's lines: shown, never obeyed.
+		var text strings.Builder
+		if err = rep.WriteText(&text); err == nil {
+			_, err = io.WriteString(stdout, termtext.Visible(text.String()))
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("check: write the report: %w", err)

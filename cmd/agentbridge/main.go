@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/agentbridge/agentbridge/internal/termtext"
 	"github.com/agentbridge/agentbridge/profiles"
 )
 
@@ -113,13 +114,13 @@ func exitStatus(err error, stderr io.Writer) int {
 	case errors.As(err, &code):
 		return int(code)
 	case errors.As(err, &serr):
-		fmt.Fprintln(stderr, "agentbridge:", err)
+		fmt.Fprintln(stderr, "agentbridge:", termtext.Visible(err.Error()))
 		return serr.code
 	case errors.As(err, &uerr):
-		fmt.Fprintln(stderr, "agentbridge:", err)
+		fmt.Fprintln(stderr, "agentbridge:", termtext.Visible(err.Error()))
 		return 2
 	default:
-		fmt.Fprintln(stderr, "agentbridge:", err)
+		fmt.Fprintln(stderr, "agentbridge:", termtext.Visible(err.Error()))
 		return 1
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/internal/termprompt"
+	"github.com/agentbridge/agentbridge/internal/termtext"
 	"github.com/agentbridge/agentbridge/profiles"
 )
 
@@ -168,7 +169,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	out.finish()
 	if failure := o.Failure(); failure != "" {
-		fmt.Fprintln(stderr, "agentbridge: turn failed:", failure)
+		fmt.Fprintln(stderr, "agentbridge: turn failed:", termtext.Visible(failure))
 	}
 	if *asJSON {
 		j := runJSON{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: runStatus(o), Partials: o.Partials, Usage: o.Usage, Truncated: o.Truncated}
@@ -181,9 +182,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return fmt.Errorf("run: write json: %w", err)
 		}
 	} else {
-		if o.Reply != "" {
-			fmt.Fprint(stdout, o.Reply)
-			if !strings.HasSuffix(o.Reply, "\n") {
+		if reply := termtext.Visible(o.Reply); reply != "" {
+			fmt.Fprint(stdout, reply)
+			if !strings.HasSuffix(reply, "\n") {
 				fmt.Fprintln(stdout)
 			}
 		}
@@ -191,7 +192,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			fmt.Fprintln(stdout, cut) // the reply's end, as in a chat
 		}
 		if o.SessionID != "" {
-			fmt.Fprintln(stderr, "session:", o.SessionID)
+			fmt.Fprintln(stderr, "session:", termtext.Visible(o.SessionID))
 		}
 	}
 	if code := runStatus(o); code != 0 {
@@ -239,6 +240,9 @@ func (w *runOutput) partial(role, text string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	// Text reaches a terminal or a plain file: its controls are shown,
+	// not obeyed (--json keeps them, escaped, in the final object).
+	text = termtext.Visible(text)
 	if role == core.RoleOutput {
 		w.endStderr()
 		w.buf.WriteString(text)
@@ -250,7 +254,7 @@ func (w *runOutput) partial(role, text string) {
 		w.flushLocked() // keep stdout and stderr in order on a terminal
 		if role != w.lastRole {
 			w.endStderr()
-			fmt.Fprintf(w.stderr, "[%s] ", role)
+			fmt.Fprintf(w.stderr, "[%s] ", termtext.Visible(role))
 		}
 		fmt.Fprint(w.stderr, text)
 		w.stderrOpen = true

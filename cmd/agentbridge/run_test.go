@@ -76,6 +76,8 @@ func testAgent(mode string) int {
 			emit(obj{"type": "partial", "text": chunk})
 		}
 		emit(obj{"type": "result", "text": ""})
+	case "escapes":
+		return escapesAgent(in, emit)
 	case "hang":
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)

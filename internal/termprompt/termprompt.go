@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/internal/termtext"
 )
 
 // Prompter asks on the terminal about each permission request, one at a
@@ -73,14 +74,16 @@ func (p *Prompter) loop() {
 		}
 		if granted[r.Tool] {
 			_ = r.Respond(agentproc.Decision{Allow: true})
-			fmt.Fprintf(p.stderr, "\npermission: %s allowed (allowed for this session earlier)\n", r.Tool)
+			fmt.Fprintf(p.stderr, "\npermission: %s allowed (allowed for this session earlier)\n", termtext.Visible(r.Tool))
 			continue
 		}
 		desc := r.Description
 		if desc != "" {
 			desc = " — " + desc
 		}
-		fmt.Fprintf(p.stderr, "\npermission: %s%s\n  input: %s\n%s? ", r.Tool, desc, r.Input, choices)
+		// The agent wrote all three: shown, never obeyed, so it cannot
+		// erase the question or dress it up as another.
+		fmt.Fprintf(p.stderr, "\npermission: %s\n  input: %s\n%s? ", termtext.Visible(r.Tool+desc), termtext.Visible(string(r.Input)), choices)
 		if !p.answer(r, granted) {
 			return
 		}
