@@ -14,6 +14,7 @@ import (
 // TestPlatformContract runs core's adapter contract against the fake and
 // its per-route buckets.
 func TestPlatformContract(t *testing.T) {
+	t.Parallel()
 	fake := discordtest.NewServer(testToken)
 	t.Cleanup(fake.Close)
 	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})

@@ -158,6 +158,7 @@ func waitFor(t *testing.T, f *discordtest.Server, what string, cond func() bool)
 }
 
 func TestMessageNormalized(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, func(f *discordtest.Server) {
 		f.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 		f.AddChannel(discordtest.Channel{ID: "T1", Type: 11, GuildID: "G1", ParentID: "C1", OwnerID: "someone"})
@@ -213,6 +214,7 @@ func TestMessageNormalized(t *testing.T) {
 }
 
 func TestIgnoredMessages(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, func(f *discordtest.Server) {
 		f.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 	})
@@ -230,6 +232,7 @@ func TestIgnoredMessages(t *testing.T) {
 }
 
 func TestOrderPerChannel(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, func(f *discordtest.Server) {
 		f.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 	})
@@ -250,6 +253,7 @@ func TestOrderPerChannel(t *testing.T) {
 }
 
 func TestSendEditNoMentions(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, nil)
 	ctx := context.Background()
 	conv := core.ConversationKey{Platform: "discord", Workspace: "G1", Channel: "C1", Thread: "T9"}
@@ -318,6 +322,7 @@ func TestSendEditNoMentions(t *testing.T) {
 }
 
 func TestRateLimits(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, nil)
 	ctx := context.Background()
 	conv := core.ConversationKey{Platform: "discord", Workspace: "G1", Channel: "C1"}
@@ -372,6 +377,7 @@ func TestRateLimits(t *testing.T) {
 }
 
 func TestEditWindow(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, nil)
 	ctx := context.Background()
 	conv := core.ConversationKey{Platform: "discord", Channel: "C1"}
@@ -391,6 +397,7 @@ func TestEditWindow(t *testing.T) {
 }
 
 func TestTypingEvery8s(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, nil)
 	conv := core.ConversationKey{Platform: "discord", Channel: "C1"}
 	for range 3 {
@@ -404,6 +411,7 @@ func TestTypingEvery8s(t *testing.T) {
 }
 
 func TestButtonPressAckedFirst(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, func(f *discordtest.Server) {
 		f.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 	})
@@ -439,6 +447,7 @@ func TestButtonPressAckedFirst(t *testing.T) {
 }
 
 func TestReconnectResumes(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, func(f *discordtest.Server) {
 		f.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 	})
@@ -466,6 +475,7 @@ func TestReconnectResumes(t *testing.T) {
 // takes no context, waits for a hello that never comes: closing the
 // gateway connection must end it (the harness fails if Run does not return).
 func TestRunStopsWhileOpenBlocks(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, func(f *discordtest.Server) { f.StallHandshakes(true) })
 	waitFor(t, h.fake, "a stalled gateway handshake", func() bool { return h.fake.Stalled() >= 1 })
 	h.stop()
@@ -478,6 +488,7 @@ func TestRunStopsWhileOpenBlocks(t *testing.T) {
 }
 
 func TestFatalCloses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		setup func(*discordtest.Server)
@@ -511,6 +522,7 @@ func TestFatalCloses(t *testing.T) {
 }
 
 func TestFatalCloseWhileConnected(t *testing.T) {
+	t.Parallel()
 	fake := discordtest.NewServer(testToken)
 	defer fake.Close()
 	a, err := New(Options{Token: testToken, APIURL: fake.URL}, nil)
@@ -532,6 +544,7 @@ func TestFatalCloseWhileConnected(t *testing.T) {
 }
 
 func TestBadToken(t *testing.T) {
+	t.Parallel()
 	fake := discordtest.NewServer("the-right-token")
 	defer fake.Close()
 	a, err := New(Options{Token: testToken, APIURL: fake.URL}, nil)
@@ -548,6 +561,7 @@ func TestBadToken(t *testing.T) {
 }
 
 func TestScrub(t *testing.T) {
+	t.Parallel()
 	a, err := New(Options{Token: testToken}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -562,6 +576,7 @@ func TestScrub(t *testing.T) {
 }
 
 func TestRouteKey(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ method, path, want string }{
 		{"PATCH", "/api/v9/channels/C1/messages/M1", "PATCH C1 messages"},
 		{"POST", "/api/v9/channels/C1/messages", "POST C1 messages"},
@@ -576,6 +591,7 @@ func TestRouteKey(t *testing.T) {
 }
 
 func TestEscapePlain(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"plain words.", "plain words."},
 		{"a *b* _c_ ~~d~~ `e` ||f||", `a \*b\* \_c\_ \~\~d\~\~ \` + "`" + `e\` + "`" + ` \|\|f\|\|`},
@@ -615,6 +631,7 @@ func FuzzEscapePlain(f *testing.F) {
 }
 
 func TestThreadPerMention(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{ThreadPerMention: true, MessageContent: true}, func(f *discordtest.Server) {
 		f.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 	})

@@ -17,6 +17,7 @@ import (
 // answer split into messages under 2,000 characters, each with balanced
 // code fences.
 func TestEngineStreamsLongAnswer(t *testing.T) {
+	t.Parallel()
 	fake := discordtest.NewServer(testToken)
 	defer fake.Close()
 	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})

@@ -76,6 +76,7 @@ func runEngineWith(t *testing.T, fake *discordtest.Server, logW io.Writer, opts 
 // order: the gateway reader hands them to the engine plainly, and the
 // engine's intake keeps their order.
 func TestEngineBackToBackMessagesInOrder(t *testing.T) {
+	t.Parallel()
 	fake := discordtest.NewServer(testToken)
 	defer fake.Close()
 	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})

@@ -15,5 +15,6 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testagent.Env) != "" {
 		os.Exit(testagent.Run(os.Stdin, os.Stdout))
 	}
+	testagent.Widen(8)
 	goleak.VerifyTestMain(m)
 }

@@ -12,6 +12,7 @@ import (
 // channels: each channel keeps its own budget under it, while the routes of
 // one channel that share the hash share one budget.
 func TestBucketHashKeepsChannelsApart(t *testing.T) {
+	t.Parallel()
 	rt := newTransport(nil, nil)
 	for _, key := range []string{"PATCH 1 messages", "PATCH 2 messages", "POST 1 messages"} {
 		h := http.Header{}
@@ -29,6 +30,7 @@ func TestBucketHashKeepsChannelsApart(t *testing.T) {
 // X-RateLimit-Remaining: 0 holds the route until the announced reset,
 // before Discord has to answer 429.
 func TestRemainingZeroHoldsTheRoute(t *testing.T) {
+	t.Parallel()
 	rt := newTransport(nil, nil)
 	h := http.Header{}
 	h.Set("X-RateLimit-Limit", "5")

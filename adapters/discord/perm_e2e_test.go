@@ -15,6 +15,7 @@ import (
 // link denies her own permission request; Discord shows "❌ Denied by …"
 // with the name as typed, never as a masked link.
 func TestEngineDisplayNameIsNeverALink(t *testing.T) {
+	t.Parallel()
 	fake := discordtest.NewServer(testToken)
 	defer fake.Close()
 	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})

@@ -16,6 +16,7 @@ import (
 // channel or one the adapter never saw, it is a plain message; a reply
 // Discord refuses is sent again as a plain message instead of failing.
 func TestSendRepliesToTheUsersMessage(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, func(f *discordtest.Server) {
 		f.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 		f.AddChannel(discordtest.Channel{ID: "T1", Type: 11, GuildID: "G1", ParentID: "C1", OwnerID: "someone"})

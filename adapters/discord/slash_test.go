@@ -45,6 +45,7 @@ type registeredCommand struct {
 }
 
 func TestSlashRegistration(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		opts    Options
@@ -131,6 +132,7 @@ func TestSlashRegistration(t *testing.T) {
 }
 
 func TestSlashRegistrationOff(t *testing.T) {
+	t.Parallel()
 	h := start(t, Options{}, func(f *discordtest.Server) {
 		f.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 	})
@@ -144,6 +146,7 @@ func TestSlashRegistrationOff(t *testing.T) {
 }
 
 func TestSlashCommandBecomesTypedCommand(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name            string
 		prefix, sub     string
@@ -243,6 +246,7 @@ func slashEngine(t *testing.T, fake *discordtest.Server) (logs *logBuffer) {
 // TestSlashCommandsThroughEngine: the engine's answer to a slash command
 // becomes the command's response; access stays the engine's decision.
 func TestSlashCommandsThroughEngine(t *testing.T) {
+	t.Parallel()
 	fake := discordtest.NewServer(testToken)
 	defer fake.Close()
 	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
@@ -322,6 +326,7 @@ func TestSlashCommandsThroughEngine(t *testing.T) {
 // TestTranslateCancelledKeepsTokensOut: a request cancelled mid-flight
 // names its URL, which for interaction routes carries the token.
 func TestTranslateCancelledKeepsTokensOut(t *testing.T) {
+	t.Parallel()
 	a, err := New(Options{Token: testToken}, nil)
 	if err != nil {
 		t.Fatal(err)

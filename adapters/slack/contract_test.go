@@ -15,6 +15,7 @@ import (
 // TestPlatformContract runs core's adapter contract against the fake, with
 // Tier 3's chat.update limit enforced.
 func TestPlatformContract(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{UpdateLimit: 50})
 	a, err := slack.New(options(fake), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

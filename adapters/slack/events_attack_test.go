@@ -184,6 +184,7 @@ func heapInUse() uint64 {
 // (before the fix: every body, ~170 MiB here), and a signed request still
 // gets through while the gate is full of stalled senders.
 func TestEventsEndpointBoundsUnverifiedRequests(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	ln := newWatchedListener(t)
 	r := start(t, fake, func(o *slack.Options) {
@@ -297,6 +298,7 @@ func TestEventsEndpointBoundsUnverifiedRequests(t *testing.T) {
 // idle are each closed by the server (issue 27; before the fix only the
 // first was).
 func TestEventsEndpointCutsOffSlowSenders(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	ln := newWatchedListener(t)
 	start(t, fake, func(o *slack.Options) {

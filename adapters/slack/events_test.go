@@ -19,6 +19,7 @@ import (
 const signingSecret = "signing-secret-789"
 
 func TestEventsAPI(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // order (Slack's events once reached the engine from a goroutine each, so
 // two quick ones could swap).
 func TestEndToEndBackToBackMessagesInOrder(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	startBridge(t, fake, newDB(t), nil)
 	const thread = "500.000001"
@@ -50,6 +51,7 @@ func TestEndToEndBackToBackMessagesInOrder(t *testing.T) {
 // redelivers them on the next connection, and the next instance answers.
 // Presses are still taken.
 func TestEndToEndDrainLeavesEnvelopesForTheNextInstance(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	db := newDB(t)
 	b := startBridge(t, fake, db, nil)
@@ -91,6 +93,7 @@ func (draining) Draining() <-chan struct{} {
 // Over the Events API a draining bridge answers message events 503, so
 // Slack retries them later, and still takes button presses.
 func TestEventsAPIWhileDraining(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

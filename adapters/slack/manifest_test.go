@@ -15,6 +15,7 @@ import (
 // every bridge command in its usage hint, so an operator who pastes it
 // gets the commands the engine runs.
 func TestREADMEManifestListsTheCommands(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -200,6 +200,7 @@ func message(user, channel, channelType, ts, thread, text string) map[string]any
 }
 
 func TestInboundNormalization(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	r := start(t, fake, nil, nil)
 	file := fake.AddFile("F1", "notes.txt", "text/plain", []byte("hello file"))
@@ -295,6 +296,7 @@ func TestInboundNormalization(t *testing.T) {
 // Acks go out before the handler runs, and events reach the handler on the
 // reader, in the order Slack delivered them.
 func TestAckBeforeHandlingInOrder(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	rec := newRecorder()
 	rec.block = make(chan struct{})
@@ -321,6 +323,7 @@ func TestAckBeforeHandlingInOrder(t *testing.T) {
 }
 
 func TestDuplicateEnvelopeDeliveredOnce(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	r := start(t, fake, nil, nil)
 	// Same event_id twice (Slack's retry), then the message copy of the same
@@ -350,6 +353,7 @@ func TestDuplicateEnvelopeDeliveredOnce(t *testing.T) {
 }
 
 func TestSendEditShapes(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	a, err := slack.New(options(fake), nil)
 	if err != nil {
@@ -448,6 +452,7 @@ func TestSendEditShapes(t *testing.T) {
 }
 
 func TestErrorTranslation(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	a, err := slack.New(options(fake), nil)
 	if err != nil {
@@ -499,6 +504,7 @@ func TestErrorTranslation(t *testing.T) {
 // The workspace budget refuses edits without calling Slack once spent, and
 // the refusal says how long to wait.
 func TestEditBudgetSharedByWorkspace(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	opts := options(fake)
 	opts.EditsPerMinute, opts.EditBurst = 60, 3 // a burst of three (one kept for a final edit), then 90 % of one a second
@@ -541,6 +547,7 @@ func TestEditBudgetSharedByWorkspace(t *testing.T) {
 }
 
 func TestFatalCredentialsNeverShowTokens(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		tweak func(*slack.Options)
@@ -574,6 +581,7 @@ func TestFatalCredentialsNeverShowTokens(t *testing.T) {
 }
 
 func TestReconnectAfterDisconnect(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	r := start(t, fake, nil, nil)
 	fake.Disconnect("refresh_requested")
@@ -586,6 +594,7 @@ func TestReconnectAfterDisconnect(t *testing.T) {
 }
 
 func TestButtonPressAndPrivateReply(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	r := start(t, fake, nil, nil)
 	env := fake.Press("U2", "C1", "8.000001", "8.000005", "tok:a")
@@ -610,6 +619,7 @@ func TestButtonPressAndPrivateReply(t *testing.T) {
 }
 
 func TestDownloadAndTyping(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	a, err := slack.New(options(fake), nil)
 	if err != nil {
@@ -687,6 +697,7 @@ func TestDownloadAndTyping(t *testing.T) {
 
 // A transient auth.test failure is retried; Run then connects.
 func TestAuthRetriedAfterServerError(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	fake.Fail("auth.test", slacktest.Failure{Status: 500, Error: "fatal_error"})
 	r := start(t, fake, nil, nil)
@@ -699,6 +710,7 @@ func TestAuthRetriedAfterServerError(t *testing.T) {
 }
 
 func TestNewRefusesIncompleteOptions(t *testing.T) {
+	t.Parallel()
 	for _, o := range []slack.Options{
 		{},
 		{BotToken: "xoxb"},
@@ -714,6 +726,7 @@ func TestNewRefusesIncompleteOptions(t *testing.T) {
 // Posts in one channel keep to about one a second after a short burst,
 // waiting rather than failing; another channel is not held up.
 func TestPostsPacedPerChannel(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	a, err := slack.New(options(fake), nil)
 	if err != nil {

@@ -57,6 +57,7 @@ func streamed(t *testing.T, fake *slacktest.Server, ts string) slacktest.Message
 // <…> mention syntax is defused even when a delta boundary splits it, and
 // bare @channel-style words stay as written (Slack pings only through <!…>).
 func TestNativeStreamCalls(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	_, conv, st := streamIn(t, fake, nil)
 	ctx := t.Context()
@@ -107,6 +108,7 @@ func TestNativeStreamCalls(t *testing.T) {
 // Where native streaming does not apply StartStream returns nil without
 // calling Slack, and the presenter posts and edits.
 func TestNativeStreamNotApplicable(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	ctx := t.Context()
 	off := start(t, fake, nil, nil)
@@ -154,6 +156,7 @@ func TestNativeStreamNotApplicable(t *testing.T) {
 // Text over Slack's 12,000 characters per call goes in several appends,
 // each under the limit, and arrives whole.
 func TestNativeStreamSplitsLongText(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	_, _, st := streamIn(t, fake, nil)
 	ctx := t.Context()
@@ -189,6 +192,7 @@ func TestNativeStreamSplitsLongText(t *testing.T) {
 }
 
 func TestNativeStreamErrors(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	_, _, st := streamIn(t, fake, nil)
 	ctx := t.Context()
@@ -241,6 +245,7 @@ func TestNativeStreamErrors(t *testing.T) {
 // Streaming calls share the workspace's Tier 4 budget: once spent, Append
 // says how long to wait without calling Slack.
 func TestNativeStreamBudget(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t, slacktest.Options{})
 	_, _, st := streamIn(t, fake, func(o *slack.Options) { o.AppendsPerMinute, o.AppendBurst = 60, 3 }) // two, and one kept for the end
 	ctx := t.Context()

@@ -150,6 +150,7 @@ var (
 const group = int64(-100777)
 
 func TestRunNormalizesMessages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	rec := newRecorder()
 	stop := e.run(rec)
@@ -203,6 +204,7 @@ func TestRunNormalizesMessages(t *testing.T) {
 }
 
 func TestGroupTriggerAllAndReplies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *telegram.Options) { o.GroupTrigger = telegram.TriggerAll })
 	rec := newRecorder()
 	e.run(rec)
@@ -213,6 +215,7 @@ func TestGroupTriggerAllAndReplies(t *testing.T) {
 }
 
 func TestOffsetAdvancesOnlyAfterHandoff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	release := make(chan struct{})
 	entered := make(chan struct{})
@@ -262,6 +265,7 @@ func TestOffsetAdvancesOnlyAfterHandoff(t *testing.T) {
 }
 
 func TestRunFatalErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		fault telegramtest.Fault
@@ -287,6 +291,7 @@ func TestRunFatalErrors(t *testing.T) {
 // TestBadTokenAtStart: New makes no request; Run's first one, getMe, finds
 // the token rejected and stops for good.
 func TestBadTokenAtStart(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer("other:token")
 	defer fake.Close()
 	ad, err := telegram.New(telegram.Options{Token: token, APIURL: fake.URL}, nil)
@@ -303,6 +308,7 @@ func TestBadTokenAtStart(t *testing.T) {
 }
 
 func TestTransportErrorsNeverShowToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.fake.Close()
 	_, err := e.ad.Send(t.Context(), core.ConversationKey{Platform: "telegram", Channel: "1001"}, core.Post{Text: "hi"})
@@ -312,6 +318,7 @@ func TestTransportErrorsNeverShowToken(t *testing.T) {
 }
 
 func TestPollHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.fake.Fail("getUpdates", telegramtest.RateLimit(1))
 	e.run(newRecorder())
@@ -326,6 +333,7 @@ func TestPollHonoursRetryAfter(t *testing.T) {
 }
 
 func TestSendAndEdit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := t.Context()
 	topic := core.ConversationKey{Platform: "telegram", Channel: strconv.FormatInt(group, 10), Thread: "55"}
@@ -398,6 +406,7 @@ func editEventually(t *testing.T, ad *telegram.Adapter, ref core.MessageRef, p c
 }
 
 func TestRateLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := t.Context()
 	conv := core.ConversationKey{Platform: "telegram", Channel: strconv.FormatInt(group, 10)}
@@ -447,6 +456,7 @@ func TestRateLimits(t *testing.T) {
 }
 
 func TestCallbackQueries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	rec := newRecorder()
 	e.run(rec)
@@ -477,6 +487,7 @@ func (r replier) HandleAction(ctx context.Context, a core.Action) {
 }
 
 func TestCallbackReplyAnswersOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	rec := newRecorder()
 	e.run(replier{rec})
@@ -492,6 +503,7 @@ func TestCallbackReplyAnswersOnce(t *testing.T) {
 }
 
 func TestTypingDownloadAndCommands(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *telegram.Options) {
 		o.Commands = []telegram.Command{{Command: "new", Description: "start a fresh session"}}
 	})
@@ -541,6 +553,7 @@ func TestTypingDownloadAndCommands(t *testing.T) {
 var _ http.Handler = http.NotFoundHandler() // keep net/http for helpers
 
 func TestDraftErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *telegram.Options) { o.Drafts = true })
 	ctx := t.Context()
 	dm := core.ConversationKey{Platform: "telegram", Channel: "1001"}
@@ -590,6 +603,7 @@ func TestDraftErrors(t *testing.T) {
 }
 
 func TestPromptOutcomeEditWaitsForBudget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := t.Context()
 	conv := core.ConversationKey{Platform: "telegram", Channel: "-100999"}
@@ -629,6 +643,7 @@ func TestPromptOutcomeEditWaitsForBudget(t *testing.T) {
 // identifies the bot once Telegram answers, then polls and hands messages
 // over.
 func TestOutageAtStartIsRetriedByRun(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	outage := telegramtest.Fault{Code: 502, Description: "Bad Gateway"}

@@ -14,6 +14,7 @@ import (
 // its flood limits, in a private chat (drafts off: a reply is real
 // messages).
 func TestPlatformContract(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	const chat = 1001
 	conv := core.ConversationKey{Platform: "telegram", Channel: strconv.Itoa(chat)}

@@ -161,6 +161,7 @@ func opsOn(fake *telegramtest.Server, chat int64, id int) []time.Time {
 }
 
 func TestE2EStreamedReplyInDM(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	s := startStack(t, fake, "", nil)
@@ -199,6 +200,7 @@ func TestE2EStreamedReplyInDM(t *testing.T) {
 var preRE = regexp.MustCompile(`(?s)<pre>(?:<code[^>]*>)?(.*?)(?:</code>)?</pre>`)
 
 func TestE2ELongAnswerSplitsKeepingCodeBlocks(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
@@ -258,6 +260,7 @@ func buttonData(t *testing.T, m telegramtest.Message, label string) string {
 }
 
 func TestE2EPermissionPromptInGroup(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
@@ -322,6 +325,7 @@ func session(t *testing.T, m telegramtest.Message) (state, sid string) {
 }
 
 func TestE2ESessionsResumeAcrossRestartAndTopics(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	db := filepath.Join(t.TempDir(), "bridge.db")
@@ -364,6 +368,7 @@ func TestE2ESessionsResumeAcrossRestartAndTopics(t *testing.T) {
 }
 
 func TestE2ERateLimitStormKeepsFinalText(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
@@ -402,6 +407,7 @@ func (crashBeforeCursor) SetCursor(ctx context.Context, name, value string) erro
 }
 
 func TestE2ERedeliveryAfterRestartDoesNotRerun(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	db := filepath.Join(t.TempDir(), "bridge.db")
@@ -441,6 +447,7 @@ func TestE2ERedeliveryAfterRestartDoesNotRerun(t *testing.T) {
 func withDrafts(o *telegram.Options) { o.Drafts, o.DraftIdle = true, time.Minute }
 
 func TestE2EDraftStreamingInDM(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil, withDrafts)
@@ -470,6 +477,7 @@ func TestE2EDraftStreamingInDM(t *testing.T) {
 }
 
 func TestE2EDraftsUnsupportedFallBackToEdits(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil, withDrafts)
@@ -485,6 +493,7 @@ func TestE2EDraftsUnsupportedFallBackToEdits(t *testing.T) {
 }
 
 func TestE2ERejectedMarkupResentAsPlainText(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	s := startStack(t, fake, "", nil)
@@ -502,6 +511,7 @@ func TestE2ERejectedMarkupResentAsPlainText(t *testing.T) {
 }
 
 func TestE2EPhotoWithoutCaption(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
@@ -524,6 +534,7 @@ func TestE2EPhotoWithoutCaption(t *testing.T) {
 }
 
 func TestE2ENoticesInDraftModeAreRealMessages(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil, withDrafts)
@@ -542,6 +553,7 @@ func TestE2ENoticesInDraftModeAreRealMessages(t *testing.T) {
 // partly shown word moves on), never re-split shorter, and the answer goes
 // on in the next message.
 func TestE2EDraftFullPieceKeepsWhatWasShown(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil, withDrafts)

@@ -21,6 +21,7 @@ import (
 // Telegram's limits, drafts and edits are paced by the bridge, no call
 // earns a 429, and every reply's final message holds all its text.
 func TestConcurrentRepliesStayWithinFloodLimits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		chat    int64
@@ -95,6 +96,7 @@ func TestConcurrentRepliesStayWithinFloodLimits(t *testing.T) {
 // text still goes at once, and the refused first draft posts when its turn
 // comes.
 func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *telegram.Options) { o.Drafts, o.DraftIdle = true, time.Minute })
 	ctx := t.Context()
 	dm := core.ConversationKey{Platform: "telegram", Channel: "1001"}
@@ -156,6 +158,7 @@ func TestDraftOverBudgetWaitsItsTurn(t *testing.T) {
 // holds up no other chat's drafts: each chat's drafts are serialized on
 // their own.
 func TestDraftWaitInOneChatHoldsUpNoOther(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *telegram.Options) { o.Drafts, o.DraftIdle = true, time.Minute })
 	ctx := t.Context()
 	a, err := e.ad.Send(ctx, core.ConversationKey{Platform: "telegram", Channel: "1001"}, core.Post{Text: "a", Priority: core.PriorityInterim})

@@ -32,6 +32,7 @@ func countIn(fake *telegramtest.Server, chat int64, s string) int {
 // Messages fired back to back into one chat are handled in delivery order:
 // each is queued behind the previous one and answered in that order.
 func TestE2EBackToBackMessagesInOrder(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
@@ -56,6 +57,7 @@ func TestE2EBackToBackMessagesInOrder(t *testing.T) {
 // it arrives while the flood's first turn still runs and its queue is full,
 // and the flood gets its queue and one busy notice.
 func TestE2EFloodInOneChatDoesNotDelayAnother(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	s := startStack(t, fake, "", nil)
@@ -83,18 +85,21 @@ func TestE2EFloodInOneChatDoesNotDelayAnother(t *testing.T) {
 		t.Errorf("%d queued notices, want 5 (the default queue_depth)", n)
 	}
 	// Shutdown under the flood: the turn that never ends is stopped after
-	// the grace, and the queued ones are told, within the stop grace.
+	// the grace, and the queued ones are told, within the stop grace. The
+	// stop grace is long: the six messages share the chat's pace of about
+	// one a second, and Shutdown returns as soon as they are out.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	s.eng.Shutdown(ctx, 2*time.Second)
-	t.Logf("Shutdown with a 2 s grace and a 2 s stop grace took %v under the flood", time.Since(start).Round(time.Millisecond))
+	s.eng.Shutdown(ctx, 30*time.Second)
+	t.Logf("Shutdown with a 2 s grace and a 30 s stop grace took %v under the flood", time.Since(start).Round(time.Millisecond))
 	waitMsg(t, fake, 1001, contains("Stopped: the bridge is shutting down"))
 }
 
 // 100 messages from a user who is not allowed get one refusal and do not
 // delay an allowed user.
 func TestE2EStrangerFloodGetsOneRefusal(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
@@ -119,6 +124,7 @@ func TestE2EStrangerFloodGetsOneRefusal(t *testing.T) {
 // A notice that waits out a 429 in one chat does not delay another chat's
 // reply.
 func TestE2ERateLimitedNoticeDoesNotDelayAnotherChat(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
@@ -151,6 +157,7 @@ func TestE2ERateLimitedNoticeDoesNotDelayAnotherChat(t *testing.T) {
 // While draining, the adapter fetches no more updates: what is sent
 // meanwhile stays with Telegram, and the next instance answers it.
 func TestE2EDrainLeavesUpdatesForTheNextInstance(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	db := filepath.Join(t.TempDir(), "bridge.db")
@@ -191,6 +198,7 @@ func (draining) Draining() <-chan struct{} {
 // In webhook mode a draining bridge answers deliveries 503: Telegram keeps
 // them and retries, so the next instance gets them.
 func TestWebhookWhileDraining(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ func withMedia(msgID int, caption string, fields map[string]any) map[string]any 
 }
 
 func TestMediaBecomeAttachments(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		caption string
@@ -84,6 +85,7 @@ func TestMediaBecomeAttachments(t *testing.T) {
 // TestMediaDownloadThroughGetFile: a voice message's file comes through
 // getFile (one request, exactly its file_id) and the size limit holds.
 func TestMediaDownloadThroughGetFile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	rec := newRecorder()
 	e.run(rec)
@@ -116,6 +118,7 @@ func TestMediaDownloadThroughGetFile(t *testing.T) {
 // the agent as a local file; a video over the 20 MB cap is never
 // downloaded and the reply says why.
 func TestE2EVoiceAndOversizedVideo(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)

@@ -25,6 +25,7 @@ func answerText(t *testing.T, fake *telegramtest.Server, id string) string {
 // outcome (Telegram HTML) show the name as typed, never a live link, and
 // the agent is told her name on one line.
 func TestE2EDisplayNameIsNeverALink(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
@@ -53,6 +54,7 @@ func TestE2EDisplayNameIsNeverALink(t *testing.T) {
 // chat (Alice's DM with the bot, where she is allowed) answers nothing;
 // she is told no more than for an unknown token.
 func TestE2EPermissionPressFromAnotherChatIsRefused(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
@@ -78,6 +80,7 @@ func TestE2EPermissionPressFromAnotherChatIsRefused(t *testing.T) {
 // Issue 27, item 7: a stranger's presses are refused once per quiet
 // period, like their messages.
 func TestE2EStrangerPressesRefusedOnce(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)

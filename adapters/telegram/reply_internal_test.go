@@ -11,6 +11,7 @@ import (
 // that message is in the same chat; private chats and malformed or foreign
 // ids never quote.
 func TestQuoteFor(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		chat    int64
 		replyTo string
@@ -32,6 +33,7 @@ func TestQuoteFor(t *testing.T) {
 
 // Telegram's command menu is the bridge's command table, in its order.
 func TestMenuCommandsAreTheCommandTable(t *testing.T) {
+	t.Parallel()
 	menu := menuCommands()
 	if len(menu) != len(core.Commands) {
 		t.Fatalf("menu has %d commands, the table %d", len(menu), len(core.Commands))

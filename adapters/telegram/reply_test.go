@@ -17,6 +17,7 @@ import (
 // (reply_parameters, still sent if it was deleted); a post without ReplyTo
 // does not; a private chat never quotes.
 func TestGroupRepliesQuoteTheUsersMessage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.run(newRecorder())
 	ctx := t.Context()
@@ -88,6 +89,7 @@ func TestGroupRepliesQuoteTheUsersMessage(t *testing.T) {
 // TestE2EGroupReplyQuotesTheQuestion runs a real turn in a group: the
 // long answer's first message quotes the question, the others do not.
 func TestE2EGroupReplyQuotesTheQuestion(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
@@ -117,6 +119,7 @@ func TestE2EGroupReplyQuotesTheQuestion(t *testing.T) {
 // streams gets its own quote (on its queue notice and its answer), and the
 // running answer keeps quoting the question it answers.
 func TestE2EGroupQuoteFollowsTheQuestion(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer(token)
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
