@@ -12,6 +12,7 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/daemon/schedule"
 	"github.com/agentbridge/agentbridge/daemon/trigger"
+	"github.com/agentbridge/agentbridge/internal/httpguard"
 	"github.com/agentbridge/agentbridge/store"
 )
 
@@ -78,12 +79,8 @@ func listenTrigger(cfg *config.Config) (net.Listener, error) {
 	return net.Listen("tcp", cfg.Trigger.Listen)
 }
 
-// triggerServer is the HTTP server of the trigger endpoint.
+// triggerServer is the HTTP server of the trigger endpoint: httpguard's
+// limits, with 30 s to send a request (its body is up to 64 KiB).
 func triggerServer(h *trigger.Handler) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-	}
+	return httpguard.Server(h, httpguard.Limits{ReadTimeout: 30 * time.Second})
 }

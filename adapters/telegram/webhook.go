@@ -14,6 +14,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/internal/httpguard"
 )
 
 // ModeWebhook and ModePolling select how updates arrive.
@@ -60,7 +61,7 @@ func (a *Adapter) runWebhook(ctx context.Context, h core.Handler) error {
 		return fmt.Errorf("telegram setWebhook: %w", err)
 	}
 
-	srv := &http.Server{Handler: a.webhookHandler(ctx, h), ReadHeaderTimeout: 10 * time.Second}
+	srv := httpguard.Server(a.webhookHandler(ctx, h), httpguard.Limits{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	a.log.InfoContext(ctx, "webhook serving", "bot", a.self.UserName, "listen", ln.Addr().String())

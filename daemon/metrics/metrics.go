@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/internal/httpguard"
 )
 
 // Metrics implements engine.Observer: the bridge's own counters, served
@@ -149,7 +150,7 @@ func Serve(addr string, m *Metrics, log *slog.Logger) (*http.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics listener: %w", err)
 	}
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := httpguard.Server(m.Handler(), httpguard.Limits{})
 	log.Info("metrics listening", "addr", ln.Addr().String())
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
