@@ -105,10 +105,10 @@ func (a *assembler) apply(l scanned, full *Line) {
 		if role == core.RoleOutput {
 			a.outputSeen = true
 		}
-		if text = a.lim.partial(text); text == "" && l.text != "" {
+		if text = a.lim.partial(role, text); text == "" && l.text != "" {
 			return // past the reply limit
 		}
-		if a.opts.CollectPartials {
+		if a.opts.CollectPartials && a.lim.keep(role, len(text)) {
 			a.partials = append(a.partials, text)
 		}
 		if a.opts.OnEvent != nil {

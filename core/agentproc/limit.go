@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/agentbridge/agentbridge/core"
 )
 
 // DefaultMaxReplyBytes is the reply limit `serve`, `chat` and `run` use
@@ -25,11 +27,15 @@ const FloodFactor = 4
 var ErrFlooding = errors.New("the agent went on printing past the reply limit")
 
 // replyLimit counts what the agent prints against Options.MaxReplyBytes.
-// Only the stdout reader goroutine touches it until Run reads the result.
+// The reply is the output role's text; other roles (thinking) are shown
+// only in part (a presenter keeps their tail), so they are forwarded
+// whole and only bounded where they are kept (Outcome.Partials). Only the
+// stdout reader goroutine touches it until Run reads the result.
 type replyLimit struct {
 	max       int           // 0: no limit
-	printed   int64         // partial text bytes received, every role
-	truncated bool          // something was not forwarded or kept
+	printed   int64         // output partial text received
+	other     int64         // other roles' text kept in Outcome.Partials
+	truncated bool          // output was not forwarded or kept
 	flood     chan struct{} // closed once printed passes FloodFactor × max
 }
 
@@ -39,9 +45,10 @@ func newReplyLimit(max int) *replyLimit {
 
 // partial counts one partial's text and returns what of it may be
 // forwarded: all of it while under the limit, the part up to the limit
-// (cut at a character boundary) at the crossing, nothing after.
-func (l *replyLimit) partial(text string) string {
-	if l.max <= 0 {
+// (cut at a character boundary) at the crossing, nothing after. Other
+// roles' text is forwarded as it is.
+func (l *replyLimit) partial(role, text string) string {
+	if l.max <= 0 || role != core.RoleOutput {
 		return text
 	}
 	before := l.printed
@@ -57,6 +64,17 @@ func (l *replyLimit) partial(text string) string {
 		return ""
 	}
 	return cut(text, l.max-int(before))
+}
+
+// keep reports whether a forwarded partial of n bytes may be kept in
+// Outcome.Partials: output always (partial bounds it), other roles while
+// their total stays within the limit.
+func (l *replyLimit) keep(role string, n int) bool {
+	if l.max <= 0 || role == core.RoleOutput {
+		return true
+	}
+	l.other += int64(n)
+	return l.other <= int64(l.max)
 }
 
 // whole cuts a text the agent sent in one piece (a result, an error) to

@@ -84,3 +84,22 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+// TestReplyLimitLeavesThinkingWhole: thinking is not the reply — a
+// presenter shows only its tail — so it is forwarded whole, neither
+// truncates the reply nor stops the agent, and is kept (Outcome.Partials)
+// only within the limit.
+func TestReplyLimitLeavesThinkingWhole(t *testing.T) {
+	think := `{\"type\":\"partial\",\"role\":\"thinking\",\"text\":\"` + strings.Repeat("t", 1000) + `\"}`
+	lines := `["` + strings.Repeat(think+`","`, 20) + `{\"type\":\"result\",\"text\":\"answer\"}"]`
+	p := agentProfile(t, "lines", map[string]string{"AGENT_LINES": lines})
+	var forwarded int
+	o := run(t, context.Background(), p, Turn{Message: "m"}, Options{MaxReplyBytes: 4096, CollectPartials: true,
+		OnEvent: func(e Event) { forwarded += len(e.Text) }})
+	if o.Failed() || o.Truncated || o.Reply != "answer" {
+		t.Fatalf("failed %q truncated %v reply %q", o.Failure(), o.Truncated, o.Reply)
+	}
+	if forwarded != 20000 || len(o.Partials) != 4 {
+		t.Errorf("forwarded %d bytes of thinking, kept %d partials; want 20000 and 4", forwarded, len(o.Partials))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentbridge/agentbridge/core/render"
 )
@@ -15,6 +16,26 @@ const waitingText = "⏸ waiting for an answer to the permission request"
 // thinkingTail bounds how much thinking text stays visible: reasoning can be
 // long, and the answer is what matters.
 const thinkingTail = 1200
+
+// thinkingKept is how much thinking text a reply keeps: only its tail is
+// ever shown, so reasoning of any length costs no more memory than this
+// (and twice it at most, between trims).
+const thinkingKept = 8 << 10 // at least thinkingTail characters of 4 bytes, and the "…" before them
+
+// keepTail trims b to its last n bytes (from a character's start) once it
+// holds twice as many.
+func keepTail(b *strings.Builder, n int) {
+	if b.Len() <= 2*n {
+		return
+	}
+	tail := b.String()
+	tail = tail[len(tail)-n:]
+	for tail != "" && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	b.Reset() // a new buffer: tail still reads the old one
+	b.WriteString(tail)
+}
 
 func joinBlocks(a, b string) string {
 	var sb strings.Builder

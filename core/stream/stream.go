@@ -144,6 +144,7 @@ func (s *Presenter) Partial(role, text string) {
 	s.mu.Lock()
 	if role == RoleThinking {
 		s.thinking.WriteString(text)
+		keepTail(&s.thinking, thinkingKept)
 	} else {
 		s.output.WriteString(text)
 	}
