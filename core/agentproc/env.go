@@ -130,6 +130,16 @@ func childEnv(p *Profile, bridge map[string]string, ph placeholders, cwd string,
 	if cwd != "" && filepath.IsAbs(cwd) {
 		env["PWD"] = cwd
 	}
+	if u := p.User; u != nil {
+		// The agent's own account, not the bridge's: its files go to its
+		// home, which the bridge's HOME need not be readable to.
+		if u.Home != "" {
+			env["HOME"] = u.Home
+		}
+		if u.Name != "" {
+			env["USER"], env["LOGNAME"] = u.Name, u.Name
+		}
+	}
 	for _, k := range sortedKeys(p.Env) {
 		e := expander{ph: ph, environ: bridge, allowlist: p.EnvAllowlist, log: log, field: k}
 		env[k] = e.expand(p.Env[k])

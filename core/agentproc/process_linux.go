@@ -29,7 +29,7 @@ type proc struct {
 // killed with the bridge (Pdeathsig), with the
 // bridge's pipe ends kept as pollable *os.File, so reads and writes can be
 // bounded with deadlines when something holds them open.
-func startAgent(path string, argv, env []string, cwd string) (*proc, error) {
+func startAgent(path string, argv, env []string, cwd string, cred *syscall.Credential) (*proc, error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -63,7 +63,9 @@ func startAgent(path string, argv, env []string, cwd string) (*proc, error) {
 		// Pdeathsig ties the agent to the bridge: if the bridge dies (kill
 		// -9, OOM) the kernel kills the agent, and KillStale finds the rest
 		// of its group on the next start.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		// Credential (the profile's user) is set before Pdeathsig in the
+		// child, so the kernel's reset of it on a change of uid comes first.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred},
 	}
 	if err := spawn(cmd); err != nil {
 		closeAll()

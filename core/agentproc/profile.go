@@ -9,8 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +53,10 @@ type Profile struct {
 	// approvers) who may switch a conversation to this profile with
 	// /agent (profile key pick_users; a bridge extension).
 	PickUsers []string
+	// User, when set, is the account the agent runs as instead of the
+	// bridge's (profile key user:; a bridge extension, for a bridge that
+	// runs as root). Its HOME, USER and LOGNAME are the agent's too.
+	User *AgentUser
 }
 
 // Dir returns the value of {{PROFILE_DIR}}: the directory holding the
@@ -200,6 +204,15 @@ func (pp *profileParser) parse(doc *yaml.Node) {
 		{"cwd", func(v *yaml.Node, key string) {
 			if s, ok := pp.str(v, key); ok {
 				p.Cwd = s
+			}
+		}},
+		{"user", func(v *yaml.Node, key string) {
+			if s, ok := pp.scalar(v, key); ok {
+				u, err := parseAgentUser(s)
+				if err != nil {
+					pp.errorf(v.Line, key, "%v", err)
+				}
+				p.User = u
 			}
 		}},
 		{"env", func(v *yaml.Node, key string) { p.Env = pp.env(v) }},

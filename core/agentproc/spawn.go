@@ -64,7 +64,7 @@ func launch(p *Profile, t Turn, environ []string, log *slog.Logger) (*proc, stri
 	if err != nil {
 		return nil, argv[0], err
 	}
-	pr, err := startAgent(path, argv, env, cwd)
+	pr, err := startAgent(path, argv, env, cwd, p.User.credential())
 	return pr, argv[0], err
 }
 

@@ -22,12 +22,14 @@ type proc struct {
 	stdin, stdout, stderr *os.File
 }
 
-func startAgent(string, []string, []string, string) (*proc, error) { panic("linux only") }
-func waitExited(int)                                               { panic("linux only") }
-func signalGroup(int, syscall.Signal)                              { panic("linux only") }
-func (*proc) exitCode(error) int                                   { panic("linux only") }
-func (*proc) wait() error                                          { panic("linux only") }
-func (*proc) group() Group                                         { panic("linux only") }
+func startAgent(string, []string, []string, string, *syscall.Credential) (*proc, error) {
+	panic("linux only")
+}
+func waitExited(int)                  { panic("linux only") }
+func signalGroup(int, syscall.Signal) { panic("linux only") }
+func (*proc) exitCode(error) int      { panic("linux only") }
+func (*proc) wait() error             { panic("linux only") }
+func (*proc) group() Group            { panic("linux only") }
 
 // GroupOf is Linux only.
 func GroupOf(int) Group { panic("linux only") }

@@ -202,7 +202,7 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	})
 	t.pres = pres
 
-	atts, notes, dir := e.download(ctx, t, s.platform(t.plat.Name()).MaxFileBytes)
+	atts, notes, dir := e.download(ctx, t, prof, s.platform(t.plat.Name()).MaxFileBytes)
 	if dir != "" {
 		defer os.RemoveAll(dir)
 	}
@@ -533,7 +533,9 @@ func (e *Engine) typing(ctx context.Context, ty core.Typer, conv core.Conversati
 
 // download fetches the message's attachments into a fresh directory and
 // returns them as file:// URLs, with a note for each one it could not use.
-func (e *Engine) download(ctx context.Context, t *turn, maxBytes int64) (atts []agentproc.Attachment, notes []string, dir string) {
+// The directory and files are the bridge's alone (0700, 0600), given to the
+// profile's user when it has one, so that its agent can read them.
+func (e *Engine) download(ctx context.Context, t *turn, prof *agentproc.Profile, maxBytes int64) (atts []agentproc.Attachment, notes []string, dir string) {
 	if len(t.msg.Attachments) == 0 {
 		return nil, nil, ""
 	}
@@ -542,8 +544,11 @@ func (e *Engine) download(ctx context.Context, t *turn, maxBytes int64) (atts []
 		return nil, []string{"attachments are not supported on this platform yet; they were not passed to the agent"}, ""
 	}
 	dir, err := os.MkdirTemp(e.opts.TempDir, "agentbridge-turn-")
+	if err == nil {
+		err = prof.Own(dir)
+	}
 	if err != nil {
-		return nil, []string{"could not store attachments: " + err.Error()}, ""
+		return nil, []string{"could not store attachments: " + err.Error()}, dir
 	}
 	for i, a := range t.msg.Attachments {
 		name := safeName(a.Name, i)
@@ -553,6 +558,9 @@ func (e *Engine) download(ctx context.Context, t *turn, maxBytes int64) (atts []
 		}
 		path := filepath.Join(dir, name)
 		size, err := fetch(ctx, dl, a, path, maxBytes)
+		if err == nil {
+			err = prof.Own(path)
+		}
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("could not download %s: %v", name, err))
 			continue
