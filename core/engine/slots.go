@@ -73,15 +73,14 @@ func (s *slots) acquire(ctx context.Context, user string, waiting func(*slotWait
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if i := slices.Index(s.waiting, w); i >= 0 {
+	i := slices.Index(s.waiting, w)
+	if i >= 0 {
 		s.waiting = slices.Delete(s.waiting, i, i+1)
-		return nil, context.Cause(ctx)
 	}
-	// Granted meanwhile: hand it on.
-	s.running--
-	s.byUser[user]--
-	s.grant()
+	s.mu.Unlock()
+	if i < 0 {
+		s.release(user) // granted meanwhile: hand it on
+	}
 	return nil, context.Cause(ctx)
 }
 
