@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,8 +46,8 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // Ctrl-D quits, and the terminal's own echo and line mode come back.
 func TestChatInATerminal(t *testing.T) {
 	master, slave := openPTY(t)
-	cmd := exec.Command(agentbridgeBinary(t), "chat")
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "AGENTBRIDGE_DEMO_DELAY=100ms")
+	cmd := agentbridgeCommand("chat")
+	cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+t.TempDir(), "AGENTBRIDGE_DEMO_DELAY=100ms")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cmd.Start(); err != nil {

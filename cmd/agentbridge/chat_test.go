@@ -24,7 +24,16 @@ var (
 	buildErr  error
 )
 
-// agentbridgeBinary builds cmd/agentbridge once per test run.
+// agentbridgeCommand is `agentbridge args...`: this test binary re-executed
+// as main (see TestMain), so no test waits for a go build of its own.
+func agentbridgeCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	return cmd
+}
+
+// agentbridgeBinary builds cmd/agentbridge once per test run, for the
+// start-up benchmark, which times the real binary.
 func agentbridgeBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -59,8 +68,8 @@ type chatSession struct {
 
 func startChat(t *testing.T, state string, args ...string) *chatSession {
 	t.Helper()
-	cmd := exec.Command(agentbridgeBinary(t), append([]string{"chat"}, args...)...)
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "AGENTBRIDGE_DEMO_DELAY=1ms")
+	cmd := agentbridgeCommand(append([]string{"chat"}, args...)...)
+	cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state, "AGENTBRIDGE_DEMO_DELAY=1ms")
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -238,8 +247,8 @@ func TestChatStopAndRestartAfterKill(t *testing.T) {
 func TestChatRefusesBadProfile(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("command: x\ntimeout_secs: -1\nbogus: 1\n"), 0o600)
-	cmd := exec.Command(agentbridgeBinary(t), "chat", "--profile", bad)
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	cmd := agentbridgeCommand("chat", "--profile", bad)
+	cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
@@ -342,8 +351,8 @@ func TestChatSecondOnSameStore(t *testing.T) {
 	state := t.TempDir()
 	c := startChat(t, state)
 	c.waitFor("Type /help", 1)
-	cmd := exec.Command(agentbridgeBinary(t), "chat")
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+	cmd := agentbridgeCommand("chat")
+	cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state)
 	cmd.Stdin = strings.NewReader("hello\n")
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError

@@ -140,8 +140,8 @@ type bridge struct {
 func startBridge(t *testing.T, cfg string, env ...string) *bridge {
 	t.Helper()
 	b := &bridge{t: t, grew: make(chan struct{}, 1), done: make(chan struct{})}
-	b.cmd = exec.Command(agentbridgeBinary(t), "serve", "--config", cfg)
-	b.cmd.Env = append(os.Environ(), env...)
+	b.cmd = agentbridgeCommand("serve", "--config", cfg)
+	b.cmd.Env = append(b.cmd.Env, env...)
 	out, err := b.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

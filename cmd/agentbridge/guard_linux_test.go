@@ -45,7 +45,7 @@ printf '{"type":"result","text":"%s"}\n' "$out"
 // the profile are made readable to it, or the kernel would make the bridge
 // undumpable at exec and the test would pass without the fix.
 func TestAgentCannotReadBridgeSecrets(t *testing.T) {
-	bin := agentbridgeBinary(t)
+	bin := os.Args[0] // this test binary, run as main (mainEnv)
 	dir, err := os.MkdirTemp("", "agentbridge-snoop-")
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,8 @@ func TestAgentCannotReadBridgeSecrets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(own, tc.args...)
 			cmd.Dir = dir
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_STATE_HOME=" + dir, "SLACK_BOT_TOKEN=" + secret}
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_STATE_HOME=" + dir, "SLACK_BOT_TOKEN=" + secret,
+				mainEnv + "=1", "GORACE=atexit_sleep_ms=0"}
 			cmd.Stdin = strings.NewReader(tc.stdin)
 			if os.Getuid() == 0 {
 				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
