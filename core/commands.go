@@ -29,10 +29,11 @@ const (
 	ChangesWithArg
 )
 
-// Command is one of the bridge's own commands. The engine runs them; every
+// Command is one of the bridge's own commands. The engine holds each one's
+// handler, by name (a test holds the two tables to each other); every
 // adapter builds its platform's command surface (Telegram's menu, the
-// Discord and Slack /agent slash commands) from Commands, so a command is
-// added in one place.
+// Discord and Slack /agent slash commands) from Commands: a command is
+// described here and handled there, nowhere else.
 type Command struct {
 	// Name is the word after the prefix: "new" for "/new".
 	Name string
