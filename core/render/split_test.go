@@ -479,6 +479,7 @@ func TestSplitNearEmptyUnavoidable(t *testing.T) {
 // after the greedy cut stops being near-empty); the first piece is never more than 2·minPiece
 // shorter than the greedy split's where a boundary lies in that stretch.
 func TestSplitGrowingStable(t *testing.T) {
+	t.Parallel()
 	// No tables, whose columns widen as rows arrive, and no indented code, which takes room from
 	// every Telegram piece once continued: both re-lay earlier pieces in a greedy split too.
 	var b strings.Builder
@@ -502,49 +503,54 @@ func TestSplitGrowingStable(t *testing.T) {
 	ends = append(ends, len(md))
 	for _, d := range dialects {
 		for _, max := range []int{64, 250, 700} {
-			type track struct{ last, grew, shrank int }
-			var rebal, greedy []track
-			// follow records how the pieces that have a successor changed; it returns which shrank.
-			follow := func(tr *[]track, lengths []int) map[int]bool {
-				shrank := map[int]bool{}
-				for i := 0; i+1 < len(lengths); i++ {
-					if i == len(*tr) {
-						*tr = append(*tr, track{})
+			// Each dialect and width is a split per word of the text: CPU
+			// work, spread over the machine's cores.
+			t.Run(fmt.Sprintf("%v/max%d", d, max), func(t *testing.T) {
+				t.Parallel()
+				type track struct{ last, grew, shrank int }
+				var rebal, greedy []track
+				// follow records how the pieces that have a successor changed; it returns which shrank.
+				follow := func(tr *[]track, lengths []int) map[int]bool {
+					shrank := map[int]bool{}
+					for i := 0; i+1 < len(lengths); i++ {
+						if i == len(*tr) {
+							*tr = append(*tr, track{})
+						}
+						p := &(*tr)[i]
+						switch {
+						case p.last == 0:
+						case lengths[i] < p.last:
+							p.shrank++
+							shrank[i] = true
+						case lengths[i] > p.last:
+							p.grew++
+						}
+						p.last = lengths[i]
 					}
-					p := &(*tr)[i]
-					switch {
-					case p.last == 0:
-					case lengths[i] < p.last:
-						p.shrank++
-						shrank[i] = true
-					case lengths[i] > p.last:
-						p.grew++
-					}
-					p.last = lengths[i]
+					return shrank
 				}
-				return shrank
-			}
-			for _, n := range ends {
-				toks, _ := tokenize(md[:n], d, max)
-				c, spans := layout(toks, d, max)
-				g := (&cutter{toks: toks, d: d, max: c.max}).pieces()
-				shrank, greedyShrank := follow(&rebal, lengths(spans)), follow(&greedy, lengths(g))
-				for i := range shrank {
-					// Greedy pieces shrink only where the text before them parses anew (Telegram:
-					// a continued indented code line takes room from every piece).
-					if !greedyShrank[i] {
-						t.Errorf("%v max %d at %d bytes: piece %d shrank to %d units, the greedy one did not", d, max, n, i, Length(spans[i].s))
+				for _, n := range ends {
+					toks, _ := tokenize(md[:n], d, max)
+					c, spans := layout(toks, d, max)
+					g := (&cutter{toks: toks, d: d, max: c.max}).pieces()
+					shrank, greedyShrank := follow(&rebal, lengths(spans)), follow(&greedy, lengths(g))
+					for i := range shrank {
+						// Greedy pieces shrink only where the text before them parses anew (Telegram:
+						// a continued indented code line takes room from every piece).
+						if !greedyShrank[i] {
+							t.Errorf("%v max %d at %d bytes: piece %d shrank to %d units, the greedy one did not", d, max, n, i, Length(spans[i].s))
+						}
+					}
+					if len(spans) > 1 && len(g) > 1 && Length(spans[0].s) < Length(g[0].s)-2*c.min && boundaryIn(c, Length(g[0].s)-2*c.min, Length(g[0].s)-c.min) {
+						t.Errorf("%v max %d at %d bytes: the first piece has %d units, the greedy one %d", d, max, n, Length(spans[0].s), Length(g[0].s))
 					}
 				}
-				if len(spans) > 1 && len(g) > 1 && Length(spans[0].s) < Length(g[0].s)-2*c.min && boundaryIn(c, Length(g[0].s)-2*c.min, Length(g[0].s)-c.min) {
-					t.Errorf("%v max %d at %d bytes: the first piece has %d units, the greedy one %d", d, max, n, Length(spans[0].s), Length(g[0].s))
+				for i := range rebal {
+					if i < len(greedy) && rebal[i].grew > greedy[i].grew+1 {
+						t.Errorf("%v max %d: piece %d grew %d times, the greedy one %d", d, max, i, rebal[i].grew, greedy[i].grew)
+					}
 				}
-			}
-			for i := range rebal {
-				if i < len(greedy) && rebal[i].grew > greedy[i].grew+1 {
-					t.Errorf("%v max %d: piece %d grew %d times, the greedy one %d", d, max, i, rebal[i].grew, greedy[i].grew)
-				}
-			}
+			})
 		}
 	}
 }
