@@ -6,6 +6,8 @@ package agentproc
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"syscall"
@@ -65,7 +67,30 @@ func launch(p *Profile, t Turn, environ []string, log *slog.Logger) (*proc, stri
 		return nil, argv[0], err
 	}
 	pr, err := startAgent(path, argv, env, cwd, p.User.credential())
+	if err != nil && p.User != nil && errors.Is(err, fs.ErrPermission) {
+		// The bridge found both; the agent's user may not use them.
+		err = &userDenied{user: p.User.Spec, cwd: cwd, err: err}
+	}
 	return pr, argv[0], err
+}
+
+// userDenied is a start refused to the profile's user: the working
+// directory or the command is the bridge's account's only.
+type userDenied struct {
+	user, cwd string
+	err       error
+}
+
+func (e *userDenied) Error() string { return e.err.Error() }
+func (e *userDenied) Unwrap() error { return e.err }
+
+// diagnosis says what the user must be allowed.
+func (e *userDenied) diagnosis(command string) string {
+	where := "the bridge's working directory"
+	if e.cwd != "" {
+		where = fmt.Sprintf("%q", e.cwd)
+	}
+	return fmt.Sprintf("agent command %q could not start as user %s (permission denied): that user must be able to enter %s and run the command", command, e.user, where)
 }
 
 // WaitExited blocks until the agent has exited, without reaping it, so its

@@ -92,7 +92,10 @@ func startFailed(out Outcome, command string, err error, start time.Time, log *s
 // diagnose says in plain words why command could not start.
 func diagnose(command string, err error) string {
 	var pe *fs.PathError
+	var ud *userDenied
 	switch {
+	case errors.As(err, &ud):
+		return ud.diagnosis(command)
 	case errors.Is(err, execpath.ErrNotOnPath):
 		return fmt.Sprintf("agent command %q not found on PATH", command)
 	case errors.As(err, &pe) && pe.Op == "chdir":

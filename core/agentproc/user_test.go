@@ -115,4 +115,16 @@ func TestAgentRunsAsUser(t *testing.T) {
 	if o.Reply != want {
 		t.Errorf("as nobody the agent saw %q (stderr %q), want %q", o.Reply, o.Stderr, want)
 	}
+
+	// A working directory only root may enter: the diagnosis names the
+	// user, not a command that is "not executable".
+	closed := filepath.Join(dir, "closed")
+	if err := os.Mkdir(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p.Cwd = closed
+	o = run(t, ctx, p, Turn{Message: "hi"}, Options{})
+	if want := `agent command "/bin/sh" could not start as user nobody (permission denied): that user must be able to enter "` + closed + `" and run the command`; o.ExitCode != 127 || o.Diagnosis != want {
+		t.Errorf("closed cwd: exit %d, diagnosis %q; want 127 and %q", o.ExitCode, o.Diagnosis, want)
+	}
 }
