@@ -220,7 +220,7 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 		conv.Thread = in.thread // one conversation per DM, or per thread when the user threads
 	case in.thread != "":
 		conv.Thread = in.thread
-		if !mentioned && !a.inThread(ctx, conv) {
+		if !mentioned && !a.inThread(ctx, conv) && !a.asked.has(a.threadCursor(conv)+"\x00"+in.user) {
 			return core.Message{}, false // a thread the bot is not part of
 		}
 	default:
@@ -259,8 +259,17 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 	m.Reply = a.privateReply(ctx, conv, m.From)
 	if !isDM {
 		// The bot takes part in the thread once core accepts a message in
-		// it: a stranger's mention records nothing.
-		m.Accepted = func() { a.joinThread(ctx, conv) }
+		// it: a stranger's mention records nothing. Until then the
+		// mention's author's next messages in the thread go to core too,
+		// so a quick follow-up is not lost while core decides.
+		asked := a.threadCursor(conv) + "\x00" + in.user
+		if mentioned {
+			a.asked.add(asked)
+		}
+		m.Accepted = func() {
+			a.joinThread(ctx, conv)
+			a.asked.remove(asked)
+		}
 	}
 	a.noteRequester(conv, in.user)
 	return m, true

@@ -121,6 +121,10 @@ type Adapter struct {
 	// requesters is who wrote last in each thread, for native streams.
 	requesters map[core.ConversationKey]requester
 	recent     *seenSet
+	// asked holds the thread and author of mentions core has not
+	// accepted (the latest 4,096): the author's next messages in the
+	// thread reach core while it decides.
+	asked *seenSet
 }
 
 var (
@@ -204,6 +208,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 		streams:    pace.NewBudgets(pace.Limit{N: int(opts.AppendsPerMinute), Per: time.Minute, Burst: opts.AppendBurst}),
 		requesters: map[core.ConversationKey]requester{},
 		recent:     newSeenSet(4096),
+		asked:      newSeenSet(4096),
 	}, nil
 }
 
@@ -308,6 +313,13 @@ type seenSet struct {
 }
 
 func newSeenSet(max int) *seenSet { return &seenSet{max: max, keys: map[string]bool{}} }
+
+// has reports whether key is remembered.
+func (s *seenSet) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[key]
+}
 
 // remove forgets key and reports whether it was there.
 func (s *seenSet) remove(key string) bool {

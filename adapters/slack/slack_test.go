@@ -28,6 +28,9 @@ type recorder struct {
 	changed chan struct{}
 	block   chan struct{}
 	private int // messages that came with a private reply
+	// held, when not nil, keeps each message's Accepted instead of
+	// calling it: the engine has not decided yet.
+	held []func()
 }
 
 func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
@@ -38,9 +41,14 @@ func (r *recorder) HandleMessage(ctx context.Context, m core.Message) {
 		r.private++
 	}
 	m.Reply = nil // recorded without the callback, which does not compare
-	// It accepts every message, as the engine does an allowed user's.
+	// It accepts every message, as the engine does an allowed user's,
+	// at once unless held.
 	if m.Accepted != nil {
-		m.Accepted()
+		if r.held != nil {
+			r.held = append(r.held, m.Accepted)
+		} else {
+			m.Accepted()
+		}
 		m.Accepted = nil
 	}
 	r.msgs = append(r.msgs, m)
