@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/engine"
 )
 
 // BuiltinPrefix marks a profile value that names a profile compiled into the
@@ -459,10 +460,9 @@ func Default() *Config {
 // paths are resolved.
 func defaults() Config {
 	return Config{
-		Store:      "agentbridge.db",
-		QueueDepth: 5,
-		// Eight agent CLIs fit a small host; see engine.DefaultMaxTurns.
-		MaxConcurrentTurns: 8,
+		Store:              "agentbridge.db",
+		QueueDepth:         5,
+		MaxConcurrentTurns: engine.DefaultMaxTurns,
 		DedupTTL:           24 * time.Hour,
 		ShutdownGrace:      30 * time.Second,
 		Presenter: Presenter{

@@ -299,7 +299,7 @@ func TestDefaults(t *testing.T) {
 		ShutdownGrace:  30 * time.Second,
 		Presenter:      config.Presenter{PlaceholderDelay: 1500 * time.Millisecond, Thinking: "show"},
 
-		MaxConcurrentTurns: 8,
+		MaxConcurrentTurns: 20,
 		Log:                config.Log{Level: "info", Format: "text"},
 	}
 	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(config.Config{}), cmpopts.IgnoreFields(config.Config{}, "Accounts")); diff != "" {

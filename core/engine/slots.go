@@ -9,10 +9,11 @@ import (
 
 // Defaults of the cap on agents running at once.
 const (
-	// DefaultMaxTurns: eight agent CLIs (a few hundred MB each for the
-	// common ones) fit a small host, and a team rarely has more people
-	// waiting on an answer at the same moment.
-	DefaultMaxTurns = 8
+	// DefaultMaxTurns bounds a burst (25 mentions in a second no longer
+	// start 25 CLIs of a few hundred MB each) while its per-user half, 10,
+	// still lets one person's ten conversations stream at once as they did
+	// before the cap. A small host lowers it.
+	DefaultMaxTurns = 20
 )
 
 // defaultPerUser is a user's share of max slots when none is set: half,
@@ -144,7 +145,7 @@ func (f slotFull) status() string {
 // notice is what the sender of a turn that waits for a slot is told.
 func (f slotFull) notice() string {
 	if f.perUser {
-		return fmt.Sprintf("⏳ Queued — waiting for a free agent: you already have %d agents running, the most one person may. I'll answer when one of them is done.", f.mine)
+		return fmt.Sprintf("⏳ Waiting for a free agent: you already have %d agents running, the most one person may. I'll answer when one of them is done.", f.mine)
 	}
-	return fmt.Sprintf("⏳ Queued — waiting for a free agent (%d ahead): all %d of the bridge's agent slots are busy. I'll answer when one is free.", f.ahead, f.total)
+	return fmt.Sprintf("⏳ Waiting for a free agent (%d ahead): all %d of the bridge's agent slots are busy. I'll answer when one is free.", f.ahead, f.total)
 }

@@ -70,19 +70,19 @@ func TestAgentCapAndPerUserShare(t *testing.T) {
 		deliver(i, alice, "perm")
 	}
 	// Every turn past the share is told it waits: then the share runs.
-	wait("the waiting notices", func() bool { return count("waiting for a free agent") == n-share || len(open()) > share })
+	wait("the waiting notices", func() bool { return count("Waiting for a free agent") == n-share || len(open()) > share })
 	if k := len(open()); k > share {
 		t.Fatalf("%d of Alice's agents run at once, her share is %d", k, share)
 	}
 	wait("the share's prompts", func() bool { return len(open()) == share })
 	waiting := -1
 	for i := range n {
-		if _, ok := has(i, "waiting for a free agent"); ok {
+		if _, ok := has(i, "Waiting for a free agent"); ok {
 			waiting = i
 			break
 		}
 	}
-	if m, _ := has(waiting, "waiting for a free agent"); !strings.Contains(m.Post.Text, "you already have 2 agents running") {
+	if m, _ := has(waiting, "Waiting for a free agent"); !strings.Contains(m.Post.Text, "you already have 2 agents running") {
 		t.Errorf("waiting notice %q does not say why", m.Post.Text)
 	}
 	deliver(waiting, alice, "/status")
@@ -144,7 +144,7 @@ func TestStopWhileWaitingForASlot(t *testing.T) {
 			return false
 		})
 	}
-	if !seen("⏳ Queued — waiting for a free agent (0 ahead): all 1 of the bridge's agent slots are busy.") {
+	if !seen("⏳ Waiting for a free agent (0 ahead): all 1 of the bridge's agent slots are busy.") {
 		t.Fatalf("no waiting notice: %q", h.plat.Texts(other))
 	}
 	h.plat.Deliver(t.Context(), core.Message{Conv: other, ID: "stop-2", From: bob, Text: "/stop"})
