@@ -129,11 +129,13 @@ func (e *Engine) dropped(ctx context.Context, jobs []lane.Job, why string) {
 	}
 }
 
-// run executes one turn on its lane's goroutine.
+// run executes one turn on its lane's goroutine, in three steps: prepare
+// (the profile, session, journal, presenter and attachments), the agent's
+// run (each of its events handled by event), and settle (the final text,
+// the session and the usage).
 func (e *Engine) run(ctx context.Context, t *turn) {
 	s := e.cfg()
-	m := t.msg
-	log := e.log.With("conv", m.Conv, "turn", t.id)
+	log := e.log.With("conv", t.msg.Conv, "turn", t.id)
 	e.mu.Lock()
 	delete(e.queued, t.id)
 	e.running[t.key] = t
@@ -150,11 +152,53 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		return
 	}
 	defer release()
-
+	r := &turnRun{e: e, t: t, s: s, log: log}
 	// The reply must outlive the turn: a stopped turn still gets its
 	// "stopped" edit. FinalTimeout bounds it once the agent is done.
-	pctx, pcancel := context.WithCancel(e.base)
-	defer pcancel()
+	r.pctx, r.pcancel = context.WithCancel(e.base)
+	defer r.cleanup()
+	if !r.prepare(ctx) {
+		return
+	}
+	out, err := r.agent(ctx)
+	release() // the agent is gone: its slot is free for the next turn
+	r.wait()
+	r.settle(ctx, out, err)
+}
+
+// turnRun is what the steps of one run of a turn share.
+type turnRun struct {
+	e   *Engine
+	t   *turn
+	s   *Settings
+	log *slog.Logger
+	// pctx bounds the reply's writes: it outlives ctx, the turn's own.
+	pctx    context.Context
+	pcancel context.CancelFunc
+	undo    []func() // cleanup's, last first
+
+	profileName, sessName string
+	prof                  *agentproc.Profile
+	saver                 *sessionSaver
+	pres                  *stream.Presenter
+	atts                  []agentproc.Attachment
+	idle                  *idleWatch
+	typingDone            chan struct{}
+	wg                    sync.WaitGroup // permission prompts, session saves and the typing indicator
+}
+
+// cleanup undoes what the steps set up.
+func (r *turnRun) cleanup() {
+	for i := len(r.undo) - 1; i >= 0; i-- {
+		r.undo[i]()
+	}
+	r.pcancel()
+}
+
+// prepare readies the turn for its agent, reporting false when it ends
+// here (no profile, no session, nothing to send: its sender told).
+func (r *turnRun) prepare(ctx context.Context) bool {
+	e, t, s, m := r.e, r.t, r.s, r.t.msg
 	profileName, prof, fallback := e.pickProfile(ctx, s, m.Conv, t.key)
 	if t.sub != nil && t.sub.Profile != "" {
 		profileName, prof, fallback = t.sub.Profile, s.Profiles[t.sub.Profile], ""
@@ -163,54 +207,56 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		e.say(ctx, t.plat, m, fallback)
 	}
 	if t.sub != nil {
-		log = log.With("origin", t.sub.Origin)
+		r.log = r.log.With("origin", t.sub.Origin)
 		if t.sub.Name != "" {
-			log = log.With("schedule", t.sub.Name)
+			r.log = r.log.With("schedule", t.sub.Name)
 		}
 	}
 	t.ended("failed", "", "the turn could not start")
 	if prof == nil {
-		log.ErrorContext(ctx, "no profile for conversation", "profile", profileName)
-		e.say(pctx, t.plat, m, fmt.Sprintf("⚠️ This conversation is routed to profile %q, which is not configured.", profileName))
-		return
+		r.log.ErrorContext(ctx, "no profile for conversation", "profile", profileName)
+		e.say(r.pctx, t.plat, m, fmt.Sprintf("⚠️ This conversation is routed to profile %q, which is not configured.", profileName))
+		return false
 	}
 	sessName, sess, err := e.sessionOf(ctx, t)
 	if err != nil {
-		log.ErrorContext(ctx, "load session failed", "err", err)
-		e.say(pctx, t.plat, m, "⚠️ The bridge could not load this conversation's session (storage error).")
-		return
+		r.log.ErrorContext(ctx, "load session failed", "err", err)
+		e.say(r.pctx, t.plat, m, "⚠️ The bridge could not load this conversation's session (storage error).")
+		return false
 	}
 	t.mu.Lock()
 	t.profileName, t.sessionName = profileName, sessName
 	t.mu.Unlock()
-	saver := &sessionSaver{e: e, log: log, key: t.key, name: sessName, profile: profileName, known: sess.AgentID(profileName)}
+	r.profileName, r.prof, r.sessName = profileName, prof, sessName
+	r.saver = &sessionSaver{e: e, log: r.log, key: t.key, name: sessName, profile: profileName, known: sess.AgentID(profileName)}
 
 	// The entry written at enqueue stands; the journal rewrites it as the
 	// turn goes, from its own goroutine, so no disk sync delays the agent.
-	t.journal = startJournal(ctx, e.store, log, core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.queuedAt})
-	defer t.journal.close()
+	t.journal = startJournal(ctx, e.store, r.log, core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.queuedAt})
+	r.undo = append(r.undo, t.journal.close)
 	ps := s.Presenter
-	pres := stream.Start(pctx, t.plat, m.Conv, stream.Options{
+	r.pres = stream.Start(r.pctx, t.plat, m.Conv, stream.Options{
 		PlaceholderDelay: ps.PlaceholderDelay,
 		ShowThinking:     ps.ShowThinking,
 		MinEditInterval:  ps.MinEditInterval,
 		ReplyTo:          m.ID,
-		Log:              log,
+		Log:              r.log,
 		OnShow:           t.journal.reply,
 	})
-	t.pres = pres
+	t.pres = r.pres
 
 	atts, notes, dir := e.download(ctx, t, prof, s.platform(t.plat.Name()).MaxFileBytes)
 	if dir != "" {
-		defer os.RemoveAll(dir)
+		r.undo = append(r.undo, func() { os.RemoveAll(dir) })
 	}
 	for _, n := range notes {
-		pres.Partial(stream.RoleOutput, "⚠️ "+n+"\n\n")
+		r.pres.Partial(stream.RoleOutput, "⚠️ "+n+"\n\n")
 	}
 	if m.Text == "" && len(atts) == 0 {
-		finish(log, pres, stream.Final{Notice: "Nothing to send to the agent: the message had no text and no attachment it could use."})
-		return
+		finish(r.log, r.pres, stream.Final{Notice: "Nothing to send to the agent: the message had no text and no attachment it could use."})
+		return false
 	}
+	r.atts = atts
 
 	if note := profileNote(sess, profileName); note != "" {
 		// A notice of its own, so the reply's placeholder still shows while
@@ -218,73 +264,91 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		// (and saves the session's new profile), so it is said once.
 		e.sayInTurn(ctx, t, note)
 	}
+	return true
+}
 
-	var wg sync.WaitGroup // permission prompts and the typing indicator
-	typingDone := make(chan struct{})
+// agent runs the turn's agent to its end, each event handled by event,
+// with the typing indicator on meanwhile.
+func (r *turnRun) agent(ctx context.Context) (agentproc.Outcome, error) {
+	e, t, m := r.e, r.t, r.t.msg
+	r.typingDone = make(chan struct{})
 	if ty, ok := t.plat.(core.Typer); ok {
-		wg.Go(func() { e.typing(ctx, ty, m.Conv, typingDone) })
+		r.wg.Go(func() { e.typing(ctx, ty, m.Conv, r.typingDone) })
 	}
 
-	log.InfoContext(ctx, "turn started", "profile", profileName, "session", sessName)
-	e.opts.Observer.TurnStarted(t.plat.Name(), profileName)
+	r.log.InfoContext(ctx, "turn started", "profile", r.profileName, "session", r.sessName)
+	e.opts.Observer.TurnStarted(t.plat.Name(), r.profileName)
 	runCtx, stopRun := context.WithCancelCause(ctx)
-	defer stopRun(nil)
-	idle := watchIdle(s.IdleTimeout, stopRun)
-	defer idle.close()
-	out, err := agentproc.Run(runCtx, prof, agentproc.Turn{
+	r.idle = watchIdle(r.s.IdleTimeout, stopRun)
+	r.undo = append(r.undo, func() { stopRun(nil) }, r.idle.close)
+	return agentproc.Run(runCtx, r.prof, agentproc.Turn{
 		Message:        m.Text,
-		SessionID:      saver.known,
-		SessionName:    sessName,
+		SessionID:      r.saver.known,
+		SessionName:    r.sessName,
 		ConversationID: t.key.Slug(), // the lane's key: one workspace per session scope
-		Attachments:    atts,
+		Attachments:    r.atts,
 	}, agentproc.Options{
-		Log:           log,
+		Log:           r.log,
 		Environ:       e.opts.Environ,
-		MaxReplyBytes: s.replyLimit(m.Conv),
+		MaxReplyBytes: r.s.replyLimit(m.Conv),
 		OnStart: func(g agentproc.Group) {
 			t.journal.update(true, func(e *core.JournalEntry) { e.Agent = core.ProcessRef(g) })
 		},
-		OnEvent: func(ev agentproc.Event) {
-			idle.active()
-			switch ev.Kind {
-			case agentproc.EventPartial:
-				pres.Partial(ev.Role, ev.Text)
-				if t.sub != nil && ev.Role == stream.RoleOutput {
-					t.sub.collect(ev.Text)
-				}
-			case agentproc.EventSession:
-				// P-SID-1: saved now, so a crash mid-turn keeps the agent's
-				// context; off the event path, which must not wait for a disk.
-				wg.Go(func() {
-					if err := saver.save(context.WithoutCancel(ctx), ev.SessionID, false); err != nil {
-						log.ErrorContext(ctx, "save session failed", "err", err)
-					}
-				})
-			case agentproc.EventPermission:
-				idle.prompt(true)
-				wg.Go(func() {
-					defer idle.prompt(false)
-					e.ask(pctx, t, sessName, ev.Request)
-				})
-			}
-		},
+		OnEvent: func(ev agentproc.Event) { r.event(ctx, ev) },
 	})
-	release() // the agent is gone: its slot is free for the next turn
-	close(typingDone)
-	wg.Wait()
+}
+
+// wait ends the typing indicator and waits for what the agent's events
+// started (prompts, session saves).
+func (r *turnRun) wait() {
+	close(r.typingDone)
+	r.wg.Wait()
+}
+
+// event handles one of the agent's events, on the agent's event path,
+// which must not wait for a disk or a person.
+func (r *turnRun) event(ctx context.Context, ev agentproc.Event) {
+	r.idle.active()
+	switch ev.Kind {
+	case agentproc.EventPartial:
+		r.pres.Partial(ev.Role, ev.Text)
+		if r.t.sub != nil && ev.Role == stream.RoleOutput {
+			r.t.sub.collect(ev.Text)
+		}
+	case agentproc.EventSession:
+		// P-SID-1: saved now, so a crash mid-turn keeps the agent's
+		// context.
+		r.wg.Go(func() {
+			if err := r.saver.save(context.WithoutCancel(ctx), ev.SessionID, false); err != nil {
+				r.log.ErrorContext(ctx, "save session failed", "err", err)
+			}
+		})
+	case agentproc.EventPermission:
+		r.idle.prompt(true)
+		r.wg.Go(func() {
+			defer r.idle.prompt(false)
+			r.e.ask(r.pctx, r.t, r.sessName, ev.Request)
+		})
+	}
+}
+
+// settle ends the turn once its agent is gone: the reply's final text,
+// then the session and the usage.
+func (r *turnRun) settle(ctx context.Context, out agentproc.Outcome, err error) {
+	e, t, m, log := r.e, r.t, r.t.msg, r.log
 	if err != nil {
 		log.ErrorContext(ctx, "turn refused by runner", "err", err)
 		t.ended("failed", "", err.Error())
-		finish(log, pres, stream.Final{Error: err.Error()})
+		finish(log, r.pres, stream.Final{Error: err.Error()})
 		return
 	}
 	t.ended(turnResult(out), out.Reply, out.Failure())
 	log.InfoContext(ctx, "turn finished", "exit_code", out.ExitCode, "duration", out.Duration, "stderr_tail", lastLine(out.Stderr))
-	e.opts.Observer.TurnFinished(t.plat.Name(), profileName, turnResult(out), out.Duration)
+	e.opts.Observer.TurnFinished(t.plat.Name(), r.profileName, turnResult(out), out.Duration)
 
-	stopAfter := time.AfterFunc(e.opts.FinalTimeout, pcancel)
+	stopAfter := time.AfterFunc(e.opts.FinalTimeout, r.pcancel)
 	defer stopAfter.Stop()
-	if !finish(log, pres, finalFor(out, s.Presenter.UsageFooter)) {
+	if !finish(log, r.pres, finalFor(out, r.s.Presenter.UsageFooter)) {
 		e.opts.Observer.ReplyLost(t.plat.Name())
 	}
 
@@ -293,10 +357,10 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 	// it is done, so the next turn sees it. The turn's usage goes into the
 	// session and the usage log (/usage, limits).
 	usage := turnUsage(out.Usage)
-	saver.mu.Lock()
-	saver.usage = usage
-	saver.mu.Unlock()
-	if err := saver.save(context.WithoutCancel(ctx), out.SessionID, true); err != nil {
+	r.saver.mu.Lock()
+	r.saver.usage = usage
+	r.saver.mu.Unlock()
+	if err := r.saver.save(context.WithoutCancel(ctx), out.SessionID, true); err != nil {
 		log.ErrorContext(ctx, "save session failed", "err", err)
 	}
 	ev := core.UsageEvent{At: time.Now(), Platform: t.plat.Name(), User: m.From.ID, Usage: usage}
