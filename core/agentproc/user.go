@@ -47,12 +47,12 @@ func parseAgentUser(spec string) (*AgentUser, error) {
 		acct, _ = user.LookupId(uidText) // for HOME and USER, when it is there
 	default:
 		var err error
-		if _, numeric := parseID(spec); numeric == nil {
-			if acct, err = user.LookupId(spec); err != nil {
-				return nil, fmt.Errorf("no account with uid %s on this system (give uid:gid to use a uid without one)", spec)
+		if _, notID := parseID(spec); notID != nil {
+			if acct, err = user.Lookup(spec); err != nil {
+				return nil, fmt.Errorf("no user named %q on this system", spec)
 			}
-		} else if acct, err = user.Lookup(spec); err != nil {
-			return nil, fmt.Errorf("no user named %q on this system", spec)
+		} else if acct, err = user.LookupId(spec); err != nil {
+			return nil, fmt.Errorf("no account with uid %s on this system (give uid:gid to use a uid without one)", spec)
 		}
 		uid, err1 := parseID(acct.Uid)
 		gid, err2 := parseID(acct.Gid)
