@@ -315,6 +315,11 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 	}
 	ref := pr.ref
 	pr.mu.Unlock()
+	if ref == (core.MessageRef{}) {
+		// Pressed before ask recorded the prompt's message (the platform
+		// delivered the press as the send returned): the press names it.
+		ref = a.Ref
+	}
 	if claimed {
 		answer("This request was already answered.")
 		return
