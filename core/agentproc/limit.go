@@ -27,14 +27,15 @@ const FloodFactor = 4
 var ErrFlooding = errors.New("the agent went on printing past the reply limit")
 
 // replyLimit counts what the agent prints against Options.MaxReplyBytes.
-// The reply is the output role's text; other roles (thinking) are shown
-// only in part (a presenter keeps their tail), so they are forwarded
-// whole and only bounded where they are kept (Outcome.Partials). Only the
+// The reply is every role's text but thinking's: a presenter shows other
+// roles as output (P-PART-2 names only two), so they count as output.
+// Thinking is shown only in part (a presenter keeps its tail), so it is
+// forwarded whole and only bounded where it is kept (Outcome.Partials). Only the
 // stdout reader goroutine touches it until Run reads the result.
 type replyLimit struct {
 	max       int           // 0: no limit
-	printed   int64         // output partial text received
-	other     int64         // other roles' text kept in Outcome.Partials
+	printed   int64         // output partial text received (every role but thinking)
+	other     int64         // thinking's text kept in Outcome.Partials
 	truncated bool          // output was not forwarded or kept
 	flood     chan struct{} // closed once printed passes FloodFactor × max
 }
@@ -45,10 +46,10 @@ func newReplyLimit(max int) *replyLimit {
 
 // partial counts one partial's text and returns what of it may be
 // forwarded: all of it while under the limit, the part up to the limit
-// (cut at a character boundary) at the crossing, nothing after. Other
-// roles' text is forwarded as it is.
+// (cut at a character boundary) at the crossing, nothing after.
+// Thinking's text is forwarded as it is.
 func (l *replyLimit) partial(role, text string) string {
-	if l.max <= 0 || role != core.RoleOutput {
+	if l.max <= 0 || role == core.RoleThinking {
 		return text
 	}
 	before := l.printed
@@ -67,10 +68,10 @@ func (l *replyLimit) partial(role, text string) string {
 }
 
 // keep reports whether a forwarded partial of n bytes may be kept in
-// Outcome.Partials: output always (partial bounds it), other roles while
-// their total stays within the limit.
+// Outcome.Partials: output always (partial bounds it), thinking while its
+// total stays within the limit.
 func (l *replyLimit) keep(role string, n int) bool {
-	if l.max <= 0 || role == core.RoleOutput {
+	if l.max <= 0 || role != core.RoleThinking {
 		return true
 	}
 	l.other += int64(n)

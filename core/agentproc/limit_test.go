@@ -103,3 +103,26 @@ func TestReplyLimitLeavesThinkingWhole(t *testing.T) {
 		t.Errorf("forwarded %d bytes of thinking, kept %d partials; want 20000 and 4", forwarded, len(o.Partials))
 	}
 }
+
+// TestReplyLimitCountsOtherRolesAsOutput: a role other than thinking is
+// shown as output (P-PART-2 names only output and thinking), so it counts
+// toward the limit: an agent cannot flood the reply past it by naming its
+// partials' role something else.
+func TestReplyLimitCountsOtherRolesAsOutput(t *testing.T) {
+	part := `{\"type\":\"partial\",\"role\":\"progress\",\"text\":\"` + strings.Repeat("p", 1000) + `\"}`
+	lines := `["` + strings.Repeat(part+`","`, 15) + `{\"type\":\"result\",\"text\":\"answer\"}"]`
+	p := agentProfile(t, "lines", map[string]string{"AGENT_LINES": lines})
+	var forwarded int
+	o := run(t, context.Background(), p, Turn{Message: "m"}, Options{MaxReplyBytes: 4096, CollectPartials: true,
+		OnEvent: func(e Event) { forwarded += len(e.Text) }})
+	if o.Failed() {
+		t.Fatalf("failed: %s", o.Failure())
+	}
+	kept := 0
+	for _, p := range o.Partials {
+		kept += len(p)
+	}
+	if forwarded != 4096 || kept != 4096 || !o.Truncated {
+		t.Errorf("forwarded %d bytes, kept %d, truncated %v; want 4096, 4096, true", forwarded, kept, o.Truncated)
+	}
+}
