@@ -89,9 +89,10 @@ type Adapter struct {
 	// replies point only at messages Discord accepts (see reply.go).
 	userMsgs *recent[string]
 	info     map[string]*discordgo.Channel // channel lookups
-	// unopened holds the threads given to mentions (ThreadPerMention)
-	// that are not open: until the engine accepts the mention, and for
-	// good when Discord refused to open one.
+	// unopened holds the threads given to mentions (ThreadPerMention):
+	// true while one is not open (until the engine accepts the mention,
+	// and for good when Discord refused to open one), false once it is,
+	// so a redelivered mention does not mark its open thread unopened.
 	unopened *recent[bool]
 	botID    string
 

@@ -157,7 +157,10 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 			// id. Until it is open, the conversation's posts go to the
 			// channel (a stranger's refusal).
 			conv.Thread = m.ID
-			a.unopened.put(m.ID, true)
+			if _, known := a.unopened.get(m.ID); !known {
+				// Not a redelivery of a mention whose thread is open.
+				a.unopened.put(m.ID, true)
+			}
 			accepted = func() {
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), normalizeWait)
 				defer cancel()
@@ -267,7 +270,7 @@ func (a *Adapter) startThread(ctx context.Context, m *discordgo.Message) error {
 		th.OwnerID = a.botUser()
 	}
 	a.remember(th)
-	a.unopened.remove(m.ID)
+	a.unopened.put(m.ID, false) // open: a redelivered m leaves it so
 	return nil
 }
 

@@ -73,10 +73,3 @@ func (r *recent[V]) get(id string) (V, bool) {
 	v, ok := r.old[id]
 	return v, ok
 }
-
-func (r *recent[V]) remove(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.cur, id)
-	delete(r.old, id)
-}

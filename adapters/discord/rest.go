@@ -187,7 +187,7 @@ func (a *Adapter) budget(ctx context.Context, route, caller string, p core.Prior
 // target is the channel id messages of conv go to: the thread, if any and
 // open.
 func (a *Adapter) target(conv core.ConversationKey) string {
-	if _, unopened := a.unopened.get(conv.Thread); conv.Thread != "" && !unopened {
+	if unopened, _ := a.unopened.get(conv.Thread); conv.Thread != "" && !unopened {
 		return conv.Thread
 	}
 	return conv.Channel

@@ -55,3 +55,27 @@ func TestEngineThreadPerMentionOnlyForAccepted(t *testing.T) {
 		t.Errorf("threads opened: %q; want alice's only", opened)
 	}
 }
+
+// A mention delivered again (the engine drops it as a duplicate) does not
+// mark its thread unopened again: the conversation's later answers still
+// go to the thread, not to the channel.
+func TestEngineThreadPerMentionRedelivered(t *testing.T) {
+	fake := discordtest.NewServer(testToken)
+	defer fake.Close()
+	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
+	runEngineWith(t, fake, nil, Options{ThreadPerMention: true, MessageContent: true})
+
+	has := func(channel, text string) bool {
+		return strings.Contains(strings.Join(fake.Contents(channel), "\n"), text)
+	}
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("MA", "C1", "G1", alice, "hello from alice", true))
+	waitFor(t, fake, "alice's answer", func() bool { return has("MA", "hello from alice") || has("C1", "hello from alice") })
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("MA", "C1", "G1", alice, "hello from alice", true))
+	// Events are normalized in order: the follow-up comes after the
+	// redelivery has been through the adapter.
+	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("MB", "MA", "G1", alice, "and a follow-up", true))
+	waitFor(t, fake, "the follow-up's answer", func() bool { return has("MA", "and a follow-up") || has("C1", "and a follow-up") })
+	if has("C1", "and a follow-up") {
+		t.Errorf("the follow-up in alice's thread was answered in the channel: %q", fake.Contents("C1"))
+	}
+}
