@@ -335,13 +335,16 @@ func TestServeAgentControlDiscord(t *testing.T) {
 	if menu.Flags != 64 {
 		t.Errorf("menu flags %d, want ephemeral (64)", menu.Flags)
 	}
-	buttons := false
-	for _, c := range fake.CallsTo("PATCH", "/webhooks/"+discordtest.AppID+"/itok-menu") {
-		buttons = buttons || strings.Contains(c.Body, `"custom_id":"agent:b"`)
-	}
-	if !buttons {
-		t.Errorf("the slash menu has no agent:b button")
-	}
+	// The fake shows the response's content before it records the call
+	// that carried it: wait for the call rather than read it once.
+	waitDiscord(t, fake, "the slash menu's agent:b button", func() bool {
+		for _, c := range fake.CallsTo("PATCH", "/webhooks/"+discordtest.AppID+"/itok-menu") {
+			if strings.Contains(c.Body, `"custom_id":"agent:b"`) {
+				return true
+			}
+		}
+		return false
+	})
 	// The menu's buttons: pressed as Discord would, by custom id.
 	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M2", "C1", "G1", discordAlice, "agent", true))
 	var withButtons discordtest.Message
