@@ -96,7 +96,11 @@ func testAgent(mode string) int {
 	case "bigpartials": // AGENT_COUNT partials of AGENT_SIZE bytes of text, then an empty result
 		n, _ := strconv.Atoi(os.Getenv("AGENT_COUNT"))
 		size, _ := strconv.Atoi(os.Getenv("AGENT_SIZE"))
-		line := []byte(`{"type":"partial","text":"` + strings.Repeat("x", size) + `"}` + "\n")
+		role := "" // AGENT_ROLE, if set, names the partials' role
+		if r := os.Getenv("AGENT_ROLE"); r != "" {
+			role = `"role":"` + r + `",`
+		}
+		line := []byte(`{"type":"partial",` + role + `"text":"` + strings.Repeat("x", size) + `"}` + "\n")
 		for range n {
 			out.Write(line)
 		}

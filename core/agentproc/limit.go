@@ -22,6 +22,13 @@ const DefaultMaxReplyBytes = 64 << 10
 // stopped (Outcome.Stopped is ErrFlooding).
 const FloodFactor = 4
 
+// ThinkingFloodFactor: thinking is no part of the reply, so it is never
+// cut, but an agent whose thinking passes this many times the reply limit
+// (1 MiB by default, far more than any real reasoning) is stopped as
+// flooding all the same: its text would go on costing CPU and, in `run`,
+// the terminal until the turn's timeout.
+const ThinkingFloodFactor = 4 * FloodFactor
+
 // ErrFlooding is Outcome.Stopped for an agent stopped because it went on
 // printing past FloodFactor times the reply limit.
 var ErrFlooding = errors.New("the agent went on printing past the reply limit")
@@ -36,8 +43,10 @@ type replyLimit struct {
 	max       int           // 0: no limit
 	printed   int64         // output partial text received (every role but thinking)
 	other     int64         // thinking's text kept in Outcome.Partials
+	thought   int64         // thinking's text received
 	truncated bool          // output was not forwarded or kept
-	flood     chan struct{} // closed once printed passes FloodFactor × max
+	flooded   bool          // flood is closed
+	flood     chan struct{} // closed once printed passes FloodFactor × max, or thought ThinkingFloodFactor × max
 }
 
 func newReplyLimit(max int) *replyLimit {
@@ -49,13 +58,20 @@ func newReplyLimit(max int) *replyLimit {
 // (cut at a character boundary) at the crossing, nothing after.
 // Thinking's text is forwarded as it is.
 func (l *replyLimit) partial(role, text string) string {
-	if l.max <= 0 || role == core.RoleThinking {
+	if l.max <= 0 {
+		return text
+	}
+	if role == core.RoleThinking {
+		l.thought += int64(len(text))
+		if l.thought > int64(l.max)*ThinkingFloodFactor {
+			l.stop()
+		}
 		return text
 	}
 	before := l.printed
 	l.printed += int64(len(text))
-	if before <= int64(l.max)*FloodFactor && l.printed > int64(l.max)*FloodFactor {
-		close(l.flood)
+	if l.printed > int64(l.max)*FloodFactor {
+		l.stop()
 	}
 	if l.printed <= int64(l.max) {
 		return text
@@ -65,6 +81,14 @@ func (l *replyLimit) partial(role, text string) string {
 		return ""
 	}
 	return cut(text, l.max-int(before))
+}
+
+// stop closes flood, once.
+func (l *replyLimit) stop() {
+	if !l.flooded {
+		l.flooded = true
+		close(l.flood)
+	}
 }
 
 // keep reports whether a forwarded partial of n bytes may be kept in

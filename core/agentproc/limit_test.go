@@ -52,6 +52,21 @@ func TestReplyLimitStopsAFlood(t *testing.T) {
 	}
 }
 
+// TestReplyLimitStopsAThinkingFlood: thinking never truncates the reply,
+// but an agent that goes on thinking past ThinkingFloodFactor times the
+// limit is stopped as an output flood is (issue 27 item 3).
+func TestReplyLimitStopsAThinkingFlood(t *testing.T) {
+	const limit = 4 << 10
+	p := agentProfile(t, "bigpartials", map[string]string{"AGENT_COUNT": strconv.Itoa(1600), "AGENT_SIZE": strconv.Itoa(64 << 10), "AGENT_ROLE": "thinking"})
+	o := run(t, context.Background(), p, Turn{Message: "m"}, Options{MaxReplyBytes: limit})
+	if !errors.Is(o.Stopped, ErrFlooding) || o.ExitCode != 143 {
+		t.Fatalf("stopped %v exit %d, want ErrFlooding and 143", o.Stopped, o.ExitCode)
+	}
+	if o.Truncated {
+		t.Errorf("thinking truncated the reply")
+	}
+}
+
 // TestReplyLimitCutsResultAndError: a reply sent whole in the result, and an
 // error's message, are cut to the limit, never inside a character.
 func TestReplyLimitCutsResultAndError(t *testing.T) {
