@@ -43,6 +43,11 @@ type prompt struct {
 	mu      sync.Mutex
 	outcome string // who decided what (Markdown); set once, by the first accepted press
 	told    bool   // the prompt already says outcome (a press edits it before the agent hears)
+	settled bool   // ask has seen the request answered: no press may claim it any more
+	// pressed is closed once whoever claimed outcome (a press, or
+	// DenyPrompts) has done its edit of the prompt, so that ask's own edit
+	// (a timeout that won the race to answer) lands after it, never under it.
+	pressed chan struct{}
 }
 
 // ask shows req as a prompt and waits until it is answered by anyone: a
@@ -73,7 +78,7 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		{Label: "Deny", Value: token + ":" + choiceDeny, Style: core.StyleDanger, Answer: core.AnswerDeny},
 		{Label: "Allow for this session", Value: token + ":" + choiceSession, Answer: core.AnswerAllowSession},
 	}
-	pr := &prompt{req: req, turn: t, session: session, text: text}
+	pr := &prompt{req: req, turn: t, session: session, text: text, pressed: make(chan struct{})}
 	e.mu.Lock()
 	e.prompts[token] = pr
 	e.mu.Unlock()
@@ -101,6 +106,13 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 
 	<-req.Done()
 	d, source := req.Answer()
+	pr.mu.Lock()
+	pr.settled = true
+	claimed := pr.outcome != ""
+	pr.mu.Unlock()
+	if claimed {
+		<-pr.pressed
+	}
 	pr.mu.Lock()
 	outcome, told := pr.outcome, pr.told
 	pr.mu.Unlock()
@@ -309,12 +321,16 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 		return
 	}
 	pr.mu.Lock()
-	claimed := pr.outcome != ""
-	if !claimed {
+	claimed, settled := pr.outcome != "", pr.settled
+	if !claimed && !settled {
 		pr.outcome = outcome
 	}
 	ref := pr.ref
 	pr.mu.Unlock()
+	if settled && !claimed {
+		answer("Too late: this request was already closed.")
+		return
+	}
 	if ref == (core.MessageRef{}) {
 		// Pressed before ask recorded the prompt's message (the platform
 		// delivered the press as the send returned): the press names it.
@@ -332,6 +348,7 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 		pr.told = true
 		pr.mu.Unlock()
 	}
+	close(pr.pressed)
 	// Respond fails only if the timeout or the end of the turn answered
 	// first; ask reports that source (editing the prompt again), not this
 	// outcome.
@@ -356,12 +373,14 @@ func (e *Engine) DenyPrompts(platform, why string) {
 	e.mu.Unlock()
 	for _, pr := range waiting {
 		pr.mu.Lock()
-		claimed := pr.outcome != ""
-		if !claimed {
+		claim := pr.outcome == "" && !pr.settled
+		if claim {
+			// ask edits this outcome onto the prompt: nothing to wait for.
 			pr.outcome = "❌ Denied: " + render.EscapeMarkdown(why) + "."
+			close(pr.pressed)
 		}
 		pr.mu.Unlock()
-		if !claimed {
+		if claim {
 			pr.req.Respond(agentproc.Decision{Message: why})
 		}
 	}
