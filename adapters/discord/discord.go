@@ -94,7 +94,12 @@ type Adapter struct {
 	// and for good when Discord refused to open one), false once it is,
 	// so a redelivered mention does not mark its open thread unopened.
 	unopened *recent[bool]
-	botID    string
+	// threadless holds, per channel, until when ThreadPerMention is not
+	// tried there because Discord refused to open a thread (no permission,
+	// say): the channel's mentions share its conversation meanwhile, as
+	// before the option, instead of each starting a session of its own.
+	threadless *recent[time.Time]
+	botID      string
 
 	// conn is the gateway's current TCP connection, closed to abort a
 	// blocking Open when Run's context ends; once aborted, dial refuses new
@@ -140,16 +145,17 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 	rt := newTransport(target, http.DefaultTransport)
 	client := &http.Client{Transport: rt, Timeout: 30 * time.Second}
 	a := &Adapter{
-		opts:     opts,
-		log:      log,
-		sess:     sess,
-		client:   client,
-		rt:       rt,
-		typed:    map[string]time.Time{},
-		sentAt:   map[string]time.Time{},
-		userMsgs: newRecent[string](maxUserMsgs),
-		info:     map[string]*discordgo.Channel{},
-		unopened: newRecent[bool](maxUserMsgs),
+		opts:       opts,
+		log:        log,
+		sess:       sess,
+		client:     client,
+		rt:         rt,
+		typed:      map[string]time.Time{},
+		sentAt:     map[string]time.Time{},
+		userMsgs:   newRecent[string](maxUserMsgs),
+		info:       map[string]*discordgo.Channel{},
+		unopened:   newRecent[bool](maxUserMsgs),
+		threadless: newRecent[time.Time](maxUserMsgs),
 	}
 	sess.Client = client
 	sess.Dialer = &websocket.Dialer{

@@ -19,7 +19,7 @@ import (
 func TestEngineStreamsLongAnswer(t *testing.T) {
 	t.Parallel()
 	fake := discordtest.NewServer(testToken)
-	defer fake.Close()
+	t.Cleanup(fake.Close) // after the engine's cleanup (registered later, run first): its turns finish against a live fake
 	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 	logW := &logBuffer{}
 	defer func() {

@@ -150,7 +150,7 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 		if !mentioned && !(ownThread && a.opts.MessageContent) {
 			return core.Message{}, false
 		}
-		if a.opts.ThreadPerMention && conv.Thread == "" {
+		if until, _ := a.threadless.get(m.ChannelID); a.opts.ThreadPerMention && conv.Thread == "" && time.Now().After(until) {
 			// The thread is opened only once the engine accepts the
 			// message, so a stranger opens none; its id is known now:
 			// Discord gives a thread started from a message the message's
@@ -165,7 +165,9 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), normalizeWait)
 				defer cancel()
 				if err := a.startThread(ctx, m); err != nil {
-					a.log.Warn("could not start a thread; answering in the channel", "conv", conv, "err", err)
+					a.threadless.put(m.ChannelID, time.Now().Add(threadlessFor))
+					a.log.Warn("could not start a thread; answering in the channel, and its next mentions share the channel's conversation for a while",
+						"conv", conv, "err", err, "for", threadlessFor)
 				}
 			}
 		}
@@ -250,6 +252,11 @@ func (a *Adapter) channelOwner(ctx context.Context, id string) string {
 }
 
 // startThread opens a thread on m; its id is m's.
+// threadlessFor is how long a channel where Discord refused to open a
+// thread is not asked again: long enough not to try on every mention,
+// short enough that a permission granted later soon takes effect.
+const threadlessFor = 10 * time.Minute
+
 func (a *Adapter) startThread(ctx context.Context, m *discordgo.Message) error {
 	name := strings.Join(strings.Fields(stripMention(m.Content, a.botUser())), " ")
 	if r := []rune(name); len(r) > 90 {

@@ -14,7 +14,7 @@ import (
 // An allowed user's mention opens its thread and is answered there.
 func TestEngineThreadPerMentionOnlyForAccepted(t *testing.T) {
 	fake := discordtest.NewServer(testToken)
-	defer fake.Close()
+	t.Cleanup(fake.Close) // after the engine's cleanup (registered later, run first): its turns finish against a live fake
 	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 	runEngineWith(t, fake, nil, Options{ThreadPerMention: true, MessageContent: true})
 
@@ -61,7 +61,7 @@ func TestEngineThreadPerMentionOnlyForAccepted(t *testing.T) {
 // go to the thread, not to the channel.
 func TestEngineThreadPerMentionRedelivered(t *testing.T) {
 	fake := discordtest.NewServer(testToken)
-	defer fake.Close()
+	t.Cleanup(fake.Close) // after the engine's cleanup (registered later, run first): its turns finish against a live fake
 	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 	runEngineWith(t, fake, nil, Options{ThreadPerMention: true, MessageContent: true})
 
@@ -77,5 +77,46 @@ func TestEngineThreadPerMentionRedelivered(t *testing.T) {
 	waitFor(t, fake, "the follow-up's answer", func() bool { return has("MA", "and a follow-up") || has("C1", "and a follow-up") })
 	if has("C1", "and a follow-up") {
 		t.Errorf("the follow-up in alice's thread was answered in the channel: %q", fake.Contents("C1"))
+	}
+}
+
+// TestEngineThreadPerMentionRefusedKeepsTheChannel: where Discord refuses to
+// open threads (the bot lacks the permission), the answer goes to the
+// channel and the channel's next mentions share one conversation, so the
+// agent's session carries on as it did before thread_per_mention.
+func TestEngineThreadPerMentionRefusedKeepsTheChannel(t *testing.T) {
+	fake := discordtest.NewServer(testToken)
+	t.Cleanup(fake.Close) // after the engine's cleanup (registered later, run first): its turns finish against a live fake
+	fake.AddChannel(discordtest.Channel{ID: "C1", Type: 0, GuildID: "G1"})
+	fake.RefuseThreads(true)
+	runEngineWith(t, fake, nil, Options{ThreadPerMention: true, MessageContent: true})
+
+	reply := func(id, text string) string {
+		t.Helper()
+		fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate(id, "C1", "G1", alice, text, true))
+		var found string
+		waitFor(t, fake, "the answer to "+text, func() bool {
+			for _, c := range fake.Contents("C1") {
+				if strings.Contains(c, text) {
+					found = c
+					return true
+				}
+			}
+			return false
+		})
+		return found
+	}
+	// The test agent starts its echo with "(resumed SID)" only in a
+	// resumed session: the second mention opens the channel's session, and
+	// the third carries it on.
+	reply("MT1", "first-mention")
+	if second := reply("MT2", "second-mention"); strings.Contains(second, "(resumed") {
+		t.Errorf("the second mention's answer %q resumes a session; want the channel's first", second)
+	}
+	if third := reply("MT3", "third-mention"); !strings.Contains(third, "(resumed sess-") {
+		t.Errorf("the third mention's answer %q does not resume the channel's session", third)
+	}
+	if n := len(fake.CallsTo("POST", "/threads")); n != 1 {
+		t.Errorf("%d thread starts; want 1 (the channel is not asked again at once)", n)
 	}
 }

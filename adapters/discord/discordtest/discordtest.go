@@ -86,6 +86,7 @@ type Server struct {
 	msgs      map[string]*Message
 	userMsgs  map[string]string // id → channel of users' messages dispatched as MESSAGE_CREATE
 	noReplies bool              // refuse every message_reference (RefuseReplies)
+	noThreads bool              // RefuseThreads
 	order     []string
 	channels  map[string]*Channel
 	files     map[string][]byte
@@ -196,6 +197,14 @@ func (s *Server) SetMessageContentAllowed(ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.allowContent = ok
+}
+
+// RefuseThreads makes starting a thread from a message answer 403 Missing
+// Permissions, as Discord does for a bot without Create Public Threads.
+func (s *Server) RefuseThreads(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noThreads = on
 }
 
 // RefuseReplies makes message creation refuse any message_reference with
@@ -576,6 +585,11 @@ func (s *Server) routes() http.Handler {
 		}
 		json.Unmarshal([]byte(requestBody(r)), &body)
 		s.mu.Lock()
+		if s.noThreads {
+			s.mu.Unlock()
+			writeJSON(w, 403, map[string]any{"message": "Missing Permissions", "code": 50013})
+			return
+		}
 		parent := s.channels[r.PathValue("cid")]
 		c := &Channel{ID: r.PathValue("mid"), Type: 11, ParentID: r.PathValue("cid"), OwnerID: BotID, Name: body.Name}
 		if parent != nil {
