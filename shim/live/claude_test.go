@@ -66,6 +66,7 @@ func anthropicMock(t *testing.T) *mockServer {
 }
 
 func TestClaudeCodeLive(t *testing.T) {
+	t.Parallel() // own HOME, mock and working directory: CPU-bound CLI starts overlap with waits
 	bin := cliDir(t, "claude", "@anthropic-ai/claude-code@2.1.197")
 	mock := anthropicMock(t)
 	home, work := t.TempDir(), t.TempDir()

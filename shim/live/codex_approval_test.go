@@ -106,6 +106,7 @@ apps = false
 // permission_request; allowed, it runs; denied, it does not, and the model
 // is told so.
 func TestCodexApprovalLive(t *testing.T) {
+	t.Parallel() // own HOME, mock and working directory: CPU-bound CLI starts overlap with waits
 	bin := cliDir(t, "codex", "@openai/codex@0.171.0")
 	mock := codexToolMock(t)
 	home, work := t.TempDir(), t.TempDir()

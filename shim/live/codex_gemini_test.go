@@ -35,6 +35,7 @@ func responsesMock(t *testing.T) *mockServer {
 }
 
 func TestCodexLive(t *testing.T) {
+	t.Parallel() // own HOME, mock and working directory: CPU-bound CLI starts overlap with waits
 	bin := cliDir(t, "codex", "@openai/codex@0.171.0")
 	mock := responsesMock(t)
 	home, work := t.TempDir(), t.TempDir()
@@ -119,6 +120,7 @@ func geminiMock(t *testing.T) *mockServer {
 }
 
 func TestGeminiLive(t *testing.T) {
+	t.Parallel() // own HOME, mock and working directory: CPU-bound CLI starts overlap with waits
 	bin := cliDir(t, "gemini", "@google/gemini-cli@0.61.0")
 	mock := geminiMock(t)
 	e := geminiEnv(t, bin, mock.URL)

@@ -74,6 +74,7 @@ func timed(f func() turnResult) (turnResult, time.Duration) {
 }
 
 func TestClaudeContinuityLive(t *testing.T) {
+	t.Parallel() // own HOME, mock and working directory: CPU-bound CLI starts overlap with waits
 	bin := cliDir(t, "claude", "@anthropic-ai/claude-code@2.1.197")
 	mock := anthropicMock(t)
 	home, work := t.TempDir(), t.TempDir()
@@ -112,6 +113,7 @@ func TestClaudeContinuityLive(t *testing.T) {
 }
 
 func TestCodexContinuityLive(t *testing.T) {
+	t.Parallel() // own HOME, mock and working directory: CPU-bound CLI starts overlap with waits
 	bin := cliDir(t, "codex", "@openai/codex@0.171.0")
 	mock := responsesMock(t)
 	home, work := t.TempDir(), t.TempDir()
@@ -145,6 +147,7 @@ func TestCodexContinuityLive(t *testing.T) {
 }
 
 func TestGeminiContinuityLive(t *testing.T) {
+	t.Parallel() // own HOME, mock and working directory: CPU-bound CLI starts overlap with waits
 	bin := cliDir(t, "gemini", "@google/gemini-cli@0.61.0")
 	mock := geminiMock(t)
 	e := geminiEnv(t, bin, mock.URL)
@@ -166,6 +169,7 @@ func TestGeminiContinuityLive(t *testing.T) {
 }
 
 func TestQwenContinuityLive(t *testing.T) {
+	t.Parallel() // own HOME, mock and working directory: CPU-bound CLI starts overlap with waits
 	bin := cliDir(t, "qwen", "@qwen-code/qwen-code@0.15.10")
 	mock := chatMock(t)
 	e := qwenEnv(t, bin, mock.URL)

@@ -63,6 +63,7 @@ func chatMock(t *testing.T) *mockServer {
 }
 
 func TestQwenCodeLive(t *testing.T) {
+	t.Parallel() // own HOME, mock and working directory: CPU-bound CLI starts overlap with waits
 	bin := cliDir(t, "qwen", "@qwen-code/qwen-code@0.15.10")
 	mock := chatMock(t)
 	e := qwenEnv(t, bin, mock.URL)
