@@ -44,6 +44,10 @@ type prompt struct {
 	outcome string // who decided what (Markdown); set once, by the first accepted press
 	told    bool   // the prompt already says outcome (a press edits it before the agent hears)
 	settled bool   // ask has seen the request answered: no press may claim it any more
+	// shown is closed once ask knows whether the prompt was posted, and
+	// ref (its message) if it was: a press is matched against ref only
+	// then, so none is taken while the message is still unknown.
+	shown chan struct{}
 	// pressed is closed once whoever claimed outcome (a press, or
 	// DenyPrompts) has done its edit of the prompt, so that ask's own edit
 	// (a timeout that won the race to answer) lands after it, never under it.
@@ -78,7 +82,7 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 		{Label: "Deny", Value: token + ":" + choiceDeny, Style: core.StyleDanger, Answer: core.AnswerDeny},
 		{Label: "Allow for this session", Value: token + ":" + choiceSession, Answer: core.AnswerAllowSession},
 	}
-	pr := &prompt{req: req, turn: t, session: session, text: text, pressed: make(chan struct{})}
+	pr := &prompt{req: req, turn: t, session: session, text: text, shown: make(chan struct{}), pressed: make(chan struct{})}
 	e.mu.Lock()
 	e.prompts[token] = pr
 	e.mu.Unlock()
@@ -92,14 +96,15 @@ func (e *Engine) ask(ctx context.Context, t *turn, session string, req *agentpro
 	// "thinking…" while the agent waits for a person.
 	ref, closed, err := t.pres.Ask(ctx, core.Post{Text: text, Buttons: buttons, ReplyTo: t.msg.ID}, flushWait)
 	defer closed()
+	pr.mu.Lock()
+	pr.ref = ref
+	pr.mu.Unlock()
+	close(pr.shown)
 	if err != nil {
 		log.ErrorContext(ctx, "permission prompt could not be shown; denying", "err", err)
 		req.Respond(agentproc.Decision{Message: "the bridge could not show the permission prompt to the user"})
 		return
 	}
-	pr.mu.Lock()
-	pr.ref = ref
-	pr.mu.Unlock()
 	shown := core.Shown{Ref: ref, Text: text}
 	t.journal.prompt(shown, true)
 	defer t.journal.prompt(shown, false)
@@ -243,20 +248,36 @@ func inputPreview(raw json.RawMessage) string {
 const textNotWaiting = "This request is no longer waiting for an answer."
 
 // on reports whether press a, handed over by p, was made on pr: on the
-// prompt's message (once known) in its conversation's channel, through the
+// prompt's message in its conversation's channel, through the
 // platform account that showed it. A token is only as secret as the
 // buttons that carry it, so a press carrying it from anywhere else is not
 // an answer.
-func (pr *prompt) on(p core.Platform, a core.Action) bool {
+func (pr *prompt) on(ctx context.Context, p core.Platform, a core.Action) bool {
 	c := pr.turn.msg.Conv
 	if p.Name() != pr.turn.plat.Name() || a.Conv.Platform != c.Platform || a.Conv.Workspace != c.Workspace || a.Conv.Channel != c.Channel {
+		return false
+	}
+	// A press on the prompt comes after its message exists, so ask is at
+	// most a moment from recording it; wait for that rather than take a
+	// press on any message.
+	wait := time.NewTimer(pressWait)
+	defer wait.Stop()
+	select {
+	case <-pr.shown:
+	case <-wait.C:
+		return false
+	case <-ctx.Done():
 		return false
 	}
 	pr.mu.Lock()
 	ref := pr.ref
 	pr.mu.Unlock()
-	return ref.ID == "" || a.Ref.ID == ref.ID
+	return ref.ID != "" && a.Ref.ID == ref.ID
 }
+
+// pressWait bounds how long a press waits for ask to record the prompt's
+// message (see on).
+const pressWait = 10 * time.Second
 
 // handleAction answers a permission prompt from a button press.
 func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Action) {
@@ -280,7 +301,7 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 	e.mu.Lock()
 	pr := e.prompts[token]
 	e.mu.Unlock()
-	if pr != nil && !pr.on(p, a) {
+	if pr != nil && !pr.on(ctx, p, a) {
 		// A prompt's token pressed elsewhere (another conversation or
 		// platform account) answers nothing, and the presser learns no
 		// more than for an unknown token, once in a while.
@@ -330,11 +351,6 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 	if settled && !claimed {
 		answer("Too late: this request was already closed.")
 		return
-	}
-	if ref == (core.MessageRef{}) {
-		// Pressed before ask recorded the prompt's message (the platform
-		// delivered the press as the send returned): the press names it.
-		ref = a.Ref
 	}
 	if claimed {
 		answer("This request was already answered.")
