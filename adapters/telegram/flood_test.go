@@ -51,10 +51,10 @@ func TestConcurrentRepliesStayWithinFloodLimits(t *testing.T) {
 					tick := time.NewTicker(50 * time.Millisecond)
 					defer tick.Stop()
 					for w := range words {
-						pr.Partial(stream.RoleOutput, fmt.Sprintf("r%dw%d ", r, w))
+						pr.Partial(core.RoleOutput, fmt.Sprintf("r%dw%d ", r, w))
 						<-tick.C
 					}
-					pr.Partial(stream.RoleOutput, fmt.Sprintf("END%d.", r))
+					pr.Partial(core.RoleOutput, fmt.Sprintf("END%d.", r))
 					errs[r] = pr.Finish(stream.Final{})
 				})
 			}

@@ -15,7 +15,6 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/render"
-	"github.com/agentbridge/agentbridge/core/stream"
 )
 
 // Button choices, appended to a prompt's token in Button.Value.
@@ -165,7 +164,7 @@ func (e *Engine) granted(ctx context.Context, t *turn, session string, req *agen
 		return false
 	}
 	// Before the answer, so it comes before what the agent says next.
-	t.pres.Partial(stream.RoleOutput, "\n\n"+autoAllowed(req.Tool, who)+"\n\n")
+	t.pres.Partial(core.RoleOutput, "\n\n"+autoAllowed(req.Tool, who)+"\n\n")
 	if err := req.Respond(agentproc.Decision{Allow: true}); err != nil && !errors.Is(err, agentproc.ErrAlreadyAnswered) {
 		log.WarnContext(ctx, "auto-allow failed", "err", err)
 	}
@@ -357,13 +356,12 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 		return
 	}
 	// The outcome goes on the prompt before the agent hears it, so what it
-	// says next comes out after it.
-	if ref != (core.MessageRef{}) {
-		e.showOutcome(ctx, pr, ref, outcome)
-		pr.mu.Lock()
-		pr.told = true
-		pr.mu.Unlock()
-	}
+	// says next comes out after it (on accepted the press on ref, so it is
+	// known).
+	e.showOutcome(ctx, pr, ref, outcome)
+	pr.mu.Lock()
+	pr.told = true
+	pr.mu.Unlock()
 	close(pr.pressed)
 	// Respond fails only if the timeout or the end of the turn answered
 	// first; ask reports that source (editing the prompt again), not this

@@ -250,7 +250,7 @@ func (r *turnRun) prepare(ctx context.Context) bool {
 		r.undo = append(r.undo, func() { os.RemoveAll(dir) })
 	}
 	for _, n := range notes {
-		r.pres.Partial(stream.RoleOutput, "⚠️ "+n+"\n\n")
+		r.pres.Partial(core.RoleOutput, "⚠️ "+n+"\n\n")
 	}
 	if m.Text == "" && len(atts) == 0 {
 		finish(r.log, r.pres, stream.Final{Notice: "Nothing to send to the agent: the message had no text and no attachment it could use."})
@@ -312,7 +312,7 @@ func (r *turnRun) event(ctx context.Context, ev agentproc.Event) {
 	switch ev.Kind {
 	case agentproc.EventPartial:
 		r.pres.Partial(ev.Role, ev.Text)
-		if r.t.sub != nil && ev.Role == stream.RoleOutput {
+		if r.t.sub != nil && ev.Role == core.RoleOutput {
 			r.t.sub.collect(ev.Text)
 		}
 	case agentproc.EventSession:

@@ -36,7 +36,7 @@ func TestPlaceholderShowsTheTurnIsAlive(t *testing.T) {
 		if got := shownTexts(p); !slices.Equal(got, want) {
 			t.Errorf("placeholder over 2 min 10 s = %q, want %q", got, want)
 		}
-		s.Partial(stream.RoleOutput, "answer")
+		s.Partial(core.RoleOutput, "answer")
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestNoThinkingPlaceholderUnderAnOpenPrompt(t *testing.T) {
 			t.Fatalf("with a prompt open under the placeholder: %q, want %q", got, want)
 		}
 		s.Prompt(false)
-		s.Partial(stream.RoleOutput, "done")
+		s.Partial(core.RoleOutput, "done")
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestUnstreamedReplyFollowsTheBridgesNotes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(4000, time.Second))
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
-		s.Partial(stream.RoleOutput, "🔀 note\n\n")
+		s.Partial(core.RoleOutput, "🔀 note\n\n")
 		if err := s.Finish(stream.Final{Reply: "the answer"}); err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestOnShowReportsTheLastMessage(t *testing.T) {
 		var last core.Shown
 		s := stream.Start(t.Context(), p, conv, stream.Options{OnShow: func(sh core.Shown, _ bool) { last = sh }})
 		for i := range 6 {
-			s.Partial(stream.RoleOutput, string(rune('a'+i))+" paragraph of some length to fill the message up\n\n")
+			s.Partial(core.RoleOutput, string(rune('a'+i))+" paragraph of some length to fill the message up\n\n")
 			time.Sleep(200 * time.Millisecond)
 		}
 		if err := s.Finish(stream.Final{}); err != nil {
@@ -138,16 +138,16 @@ func TestQuietReplyStaysVisiblyAlive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(4000, time.Second))
 		s := stream.Start(t.Context(), p, conv, stream.Options{Heartbeat: 20 * time.Second})
-		s.Partial(stream.RoleOutput, "hello")
+		s.Partial(core.RoleOutput, "hello")
 		time.Sleep(50 * time.Second)
-		s.Partial(stream.RoleThinking, "hidden thinking does not count as shown")
+		s.Partial(core.RoleThinking, "hidden thinking does not count as shown")
 		time.Sleep(15 * time.Second)
 		synctest.Wait()
 		want := []string{"hello", "hello\n\n⏳ still working… (20 s)", "hello\n\n⏳ still working… (40 s)", "hello\n\n⏳ still working… (1 min)"}
 		if got := shownTexts(p); !slices.Equal(got, want) {
 			t.Fatalf("quiet reply = %q, want %q", got, want)
 		}
-		s.Partial(stream.RoleOutput, " world")
+		s.Partial(core.RoleOutput, " world")
 		synctest.Wait()
 		time.Sleep(time.Second)
 		synctest.Wait()

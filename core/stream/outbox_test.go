@@ -66,7 +66,7 @@ func TestAskComesAfterTheReplySoFar(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(4000, time.Second))
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
-		s.Partial(stream.RoleOutput, "I will touch a file.")
+		s.Partial(core.RoleOutput, "I will touch a file.")
 		prompt := core.Post{Text: "Permission needed", Buttons: []core.Button{{Label: "Allow", Value: "a"}}}
 		ref, done, err := s.Ask(t.Context(), prompt, time.Minute)
 		if err != nil {

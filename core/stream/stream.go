@@ -68,13 +68,6 @@ type Final struct {
 	Footer string // e.g. token usage
 }
 
-// Role names for Partial: core's, named here too for the presenter's
-// callers.
-const (
-	RoleOutput   = core.RoleOutput
-	RoleThinking = core.RoleThinking
-)
-
 // defaultHeartbeat is Options.Heartbeat's default.
 const defaultHeartbeat = 20 * time.Second
 
@@ -135,20 +128,20 @@ func Start(ctx context.Context, p core.Platform, conv core.ConversationKey, opts
 	return s
 }
 
-// Partial adds streamed text. role is RoleOutput or RoleThinking; other
+// Partial adds streamed text. role is core.RoleOutput or core.RoleThinking; other
 // roles are shown as output, since the protocol says they must be forwarded.
 func (s *Presenter) Partial(role, text string) {
 	if text == "" {
 		return
 	}
 	s.mu.Lock()
-	if role == RoleThinking {
+	if role == core.RoleThinking {
 		s.thinking.WriteString(text)
 		keepTail(&s.thinking, thinkingKept)
 	} else {
 		s.output.WriteString(text)
 	}
-	if role != RoleThinking || s.opts.ShowThinking {
+	if role != core.RoleThinking || s.opts.ShowThinking {
 		s.lastVisible = time.Now()
 	}
 	s.mu.Unlock()

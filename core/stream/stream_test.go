@@ -50,7 +50,7 @@ func TestCoalescesPartialsWithinCadence(t *testing.T) {
 		for i := range 100 {
 			word := "w" + string(rune('a'+i%26)) + " "
 			want.WriteString(word)
-			s.Partial(stream.RoleOutput, word)
+			s.Partial(core.RoleOutput, word)
 			time.Sleep(50 * time.Millisecond) // the agent's pace, in fake time
 		}
 		if err := s.Finish(stream.Final{}); err != nil {
@@ -73,13 +73,13 @@ func TestRateLimitWaitsAndFinalIsIntact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
-		s.Partial(stream.RoleOutput, "hello")
+		s.Partial(core.RoleOutput, "hello")
 		synctest.Wait()
 		p.RateLimit(platformtest.OpEdit, 3*time.Second, 1)
 		start := time.Now()
-		s.Partial(stream.RoleOutput, " world")
+		s.Partial(core.RoleOutput, " world")
 		time.Sleep(200 * time.Millisecond)
-		s.Partial(stream.RoleOutput, "!")
+		s.Partial(core.RoleOutput, "!")
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func TestOverflowContinuesInFollowUpMessages(t *testing.T) {
 		for i := range 12 {
 			para := strings.Repeat(string(rune('a'+i))+"x ", 30) // 90 chars each
 			paras = append(paras, strings.TrimSpace(para))
-			s.Partial(stream.RoleOutput, para+"\n\n")
+			s.Partial(core.RoleOutput, para+"\n\n")
 			time.Sleep(150 * time.Millisecond)
 		}
 		if err := s.Finish(stream.Final{}); err != nil {
@@ -133,7 +133,7 @@ func TestFinalDeliveredDespiteFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
-		s.Partial(stream.RoleOutput, "partial answer")
+		s.Partial(core.RoleOutput, "partial answer")
 		synctest.Wait()
 		boom := errors.New("502 bad gateway")
 		p.Fail(platformtest.OpEdit, boom, boom, boom)
@@ -168,7 +168,7 @@ func TestPlaceholderThenContent(t *testing.T) {
 		if got := p.Texts(conv); len(got) != 1 || got[0] != "thinking…" {
 			t.Fatalf("after delay: %q, want the placeholder", got)
 		}
-		s.Partial(stream.RoleOutput, "answer")
+		s.Partial(core.RoleOutput, "answer")
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestFormattingRejectedFallsBackToPlain(t *testing.T) {
 		p := platformtest.New("fake", lim)
 		p.Fail(platformtest.OpSend, core.ErrFormatting)
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
-		s.Partial(stream.RoleOutput, "**bold** and <tag>")
+		s.Partial(core.RoleOutput, "**bold** and <tag>")
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
@@ -204,8 +204,8 @@ func TestThinkingShownApartOrHidden(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
 			s := stream.Start(t.Context(), p, conv, stream.Options{ShowThinking: show})
-			s.Partial(stream.RoleThinking, "pondering deeply")
-			s.Partial(stream.RoleOutput, "The answer is 42.")
+			s.Partial(core.RoleThinking, "pondering deeply")
+			s.Partial(core.RoleOutput, "The answer is 42.")
 			if err := s.Finish(stream.Final{}); err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +248,7 @@ func TestFinishReturnsErrorWhenContextEnds(t *testing.T) {
 		}
 		p.Fail(platformtest.OpSend, errs...)
 		s := stream.Start(ctx, p, conv, stream.Options{})
-		s.Partial(stream.RoleOutput, "x")
+		s.Partial(core.RoleOutput, "x")
 		if err := s.Finish(stream.Final{}); err == nil {
 			t.Fatal("Finish = nil although every send failed until the deadline")
 		}
@@ -265,7 +265,7 @@ func TestLongStreamContinuesPastTheEditWindow(t *testing.T) {
 		for i := range 30 { // one paragraph a minute for half an hour
 			para := fmt.Sprintf("paragraph %d of the long answer", i)
 			paras = append(paras, para)
-			s.Partial(stream.RoleOutput, para+"\n\n")
+			s.Partial(core.RoleOutput, para+"\n\n")
 			time.Sleep(time.Minute)
 		}
 		if err := s.Finish(stream.Final{Footer: "done"}); err != nil {
@@ -303,7 +303,7 @@ func TestFinishedMessagesAreReportedOnce(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(300, 100*time.Millisecond))
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
 		for i := range 8 {
-			s.Partial(stream.RoleOutput, strings.Repeat(string(rune('a'+i)), 80)+"\n\n")
+			s.Partial(core.RoleOutput, strings.Repeat(string(rune('a'+i)), 80)+"\n\n")
 			time.Sleep(200 * time.Millisecond)
 		}
 		// While the reply streams, every message but the last holds a full
@@ -350,7 +350,7 @@ func TestNativeStreamAppendsDeltasAndStops(t *testing.T) {
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
 		words := strings.Fields("the quick brown fox jumps over the lazy dog again and again")
 		for _, w := range words {
-			s.Partial(stream.RoleOutput, w+" ")
+			s.Partial(core.RoleOutput, w+" ")
 			time.Sleep(300 * time.Millisecond)
 		}
 		if err := s.Finish(stream.Final{Footer: "12 tokens"}); err != nil {
@@ -381,11 +381,11 @@ func TestNativeStreamFailureFallsBackWithoutLosingText(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond))
 		p.EnableStreams()
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
-		s.Partial(stream.RoleOutput, "first part. ")
+		s.Partial(core.RoleOutput, "first part. ")
 		synctest.Wait()
 		time.Sleep(200 * time.Millisecond)
 		p.Fail(platformtest.OpAppend, errors.New("stream gone"))
-		s.Partial(stream.RoleOutput, "second part.")
+		s.Partial(core.RoleOutput, "second part.")
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +400,7 @@ func TestNoNativeStreamWhenThePlatformDeclines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(4000, 100*time.Millisecond)) // streams not enabled
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
-		s.Partial(stream.RoleOutput, "hello")
+		s.Partial(core.RoleOutput, "hello")
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
@@ -421,7 +421,7 @@ func TestReplyToOnTheFirstMessageOnly(t *testing.T) {
 			s := stream.Start(t.Context(), p, conv, stream.Options{ReplyTo: "m1", PlaceholderDelay: placeholder})
 			time.Sleep(2 * time.Second)
 			for i := range 6 {
-				s.Partial(stream.RoleOutput, strings.Repeat(string(rune('a'+i))+"x ", 30)+"\n\n")
+				s.Partial(core.RoleOutput, strings.Repeat(string(rune('a'+i))+"x ", 30)+"\n\n")
 				time.Sleep(150 * time.Millisecond)
 			}
 			if err := s.Finish(stream.Final{}); err != nil {
@@ -451,11 +451,11 @@ func TestFinalDoesNotWaitForAnInterimTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(4000, time.Second))
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
-		s.Partial(stream.RoleOutput, "hello")
+		s.Partial(core.RoleOutput, "hello")
 		synctest.Wait()
 		p.Fail(platformtest.OpEdit, &core.RateLimitError{RetryAfter: 10 * time.Second, Turn: true})
 		time.Sleep(2 * time.Second)
-		s.Partial(stream.RoleOutput, " world")
+		s.Partial(core.RoleOutput, " world")
 		synctest.Wait() // the interim edit is refused: its turn is 10 s away
 		end := time.Now()
 		if err := s.Finish(stream.Final{}); err != nil {
@@ -482,9 +482,9 @@ func TestOverflowKeepsMessagesAsShown(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(300, 100*time.Millisecond))
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
 		for i := range 200 {
-			s.Partial(stream.RoleOutput, fmt.Sprintf("m%03d ", i))
+			s.Partial(core.RoleOutput, fmt.Sprintf("m%03d ", i))
 			if i%40 == 39 {
-				s.Partial(stream.RoleOutput, "\n\n") // block boundaries the splitter likes to cut at
+				s.Partial(core.RoleOutput, "\n\n") // block boundaries the splitter likes to cut at
 			}
 			time.Sleep(30 * time.Millisecond)
 		}
@@ -542,11 +542,11 @@ func TestNativeFinalDoesNotWaitForAnInterimTurn(t *testing.T) {
 		p := platformtest.New("fake", plainLimits(4000, time.Second))
 		p.EnableStreams()
 		s := stream.Start(t.Context(), p, conv, stream.Options{})
-		s.Partial(stream.RoleOutput, "hello")
+		s.Partial(core.RoleOutput, "hello")
 		synctest.Wait()
 		p.Fail(platformtest.OpAppend, &core.RateLimitError{RetryAfter: 10 * time.Second, Turn: true})
 		time.Sleep(2 * time.Second)
-		s.Partial(stream.RoleOutput, " world")
+		s.Partial(core.RoleOutput, " world")
 		synctest.Wait() // the interim append is refused: its turn is 10 s away
 		end := time.Now()
 		if err := s.Finish(stream.Final{Footer: "done"}); err != nil {
@@ -582,13 +582,13 @@ func TestBurstKeepsMessagesAsShown(t *testing.T) {
 			}
 			return b.String()
 		}
-		s.Partial(stream.RoleOutput, words(50)) // 250 characters: one message
+		s.Partial(core.RoleOutput, words(50)) // 250 characters: one message
 		time.Sleep(2 * time.Second)
 		// Within one cadence: the first message's last words, a short
 		// paragraph, and one too long to join it.
-		s.Partial(stream.RoleOutput, words(9)+"\n\n"+words(20)+"\n\n"+words(55))
+		s.Partial(core.RoleOutput, words(9)+"\n\n"+words(20)+"\n\n"+words(55))
 		time.Sleep(2 * time.Second)
-		s.Partial(stream.RoleOutput, words(5))
+		s.Partial(core.RoleOutput, words(5))
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}
@@ -608,13 +608,13 @@ func TestHeadingStaysWithItsBlock(t *testing.T) {
 		for i := range 50 {
 			fmt.Fprintf(&b, "w%03d ", i)
 		}
-		s.Partial(stream.RoleOutput, b.String()+"\n\n## Part 2\n\n")
+		s.Partial(core.RoleOutput, b.String()+"\n\n## Part 2\n\n")
 		time.Sleep(2 * time.Second) // a frame goes out
 		b.Reset()
 		for i := 50; i < 110; i++ {
 			fmt.Fprintf(&b, "w%03d ", i)
 		}
-		s.Partial(stream.RoleOutput, b.String())
+		s.Partial(core.RoleOutput, b.String())
 		if err := s.Finish(stream.Final{}); err != nil {
 			t.Fatal(err)
 		}

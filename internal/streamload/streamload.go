@@ -85,13 +85,13 @@ func Run(ctx context.Context, p core.Platform, cfg Config) (Result, error) {
 			t := time.NewTicker(cfg.Every)
 			defer t.Stop()
 			for w := 0; time.Now().Before(until); w++ {
-				pr.Partial(stream.RoleOutput, fmt.Sprintf("w%d ", w))
+				pr.Partial(core.RoleOutput, fmt.Sprintf("w%d ", w))
 				select {
 				case <-t.C:
 				case <-ctx.Done():
 				}
 			}
-			pr.Partial(stream.RoleOutput, endMark)
+			pr.Partial(core.RoleOutput, endMark)
 			ends[i] = time.Now()
 			errs[i] = pr.Finish(stream.Final{})
 		})
