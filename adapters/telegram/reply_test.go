@@ -2,6 +2,8 @@ package telegram_test
 
 import (
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,14 +126,21 @@ func TestE2EGroupQuoteFollowsTheQuestion(t *testing.T) {
 	t.Cleanup(fake.Close)
 	startStack(t, fake, "", nil)
 	mention := "@" + telegramtest.BotUsername + " "
-	fake.Push(telegramtest.GroupMessage(group, 41, 0, alice, mention+"stream:20"))
-	waitMsg(t, fake, group, contains("w1 "))
+	gate := filepath.Join(t.TempDir(), "gate")
+	// The first turn stays open until the second message is queued, however
+	// slow the machine.
+	fake.Push(telegramtest.GroupMessage(group, 41, 0, alice, mention+"gate:"+gate))
+	waitMsg(t, fake, group, contains("gated"))
 	fake.Push(telegramtest.GroupMessage(group, 42, 0, alice, mention+"second"))
+	waitMsg(t, fake, group, contains("Queued"))
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	waitMsg(t, fake, group, contains("second END"))
 	quotes := map[string]int{}
 	for _, m := range fake.Messages(group) {
 		switch {
-		case strings.Contains(m.Text, "w20"):
+		case strings.Contains(m.Text, "released"):
 			quotes["first answer"] = m.ReplyTo
 		case strings.Contains(m.Text, "Queued"):
 			quotes["queue notice"] = m.ReplyTo

@@ -50,6 +50,9 @@ const (
 //	sleep:MS     sleep MS milliseconds, then answer "done" without usage
 //	slow:MS      stream "w0 " to "w7 " MS milliseconds apart, then "SLOW-DONE"
 //	stream:N     stream "w1", " w2" … " wN" 60 ms apart
+//	gate:PATH    stream "gated", wait until the file PATH exists (a test
+//	             holds the turn open until it has seen what it waits for),
+//	             then stream " released"
 //	long:N       stream N numbered lines inside one code block, then
 //	             "END-OF-LONG"
 //	code:N       one partial: a Go code block of N numbered lines, each with
@@ -170,6 +173,15 @@ func Run(in io.Reader, out io.Writer) int {
 			partial(w)
 			time.Sleep(60 * time.Millisecond)
 		}
+	case "gate":
+		partial("gated")
+		for {
+			if _, err := os.Stat(arg); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond) // polls for the test's event
+		}
+		partial(" released")
 	case "long":
 		partial("Here:\n\n```\n")
 		for i := range n {
