@@ -25,6 +25,9 @@ type Limits struct {
 	// still be edited (Discord: one hour); longer streams continue in a new
 	// message.
 	EditWindow time.Duration
+	// MaxFileBytes is the largest file FileSender takes (Telegram 50 MB,
+	// Discord 10 MiB without boosts); 0 when the platform takes no files.
+	MaxFileBytes int64
 }
 
 // Handler receives normalized events from a Platform. Both methods only
@@ -123,4 +126,31 @@ type Stream interface {
 	// Stop appends markdown (the reply's end: an error, a notice, a usage
 	// line; may be empty) and ends the stream.
 	Stop(ctx context.Context, markdown string) error
+}
+
+// File is a file an agent sent back, ready to post: core has checked it
+// against the turn's limits and the platform's MaxFileBytes, and spooled
+// its bytes to Path, a local file that stays until SendFile returns (a
+// retry reads it again).
+type File struct {
+	Name string // file name as the agent gave it; the adapter sanitises it for its platform
+	MIME string // media type; "application/octet-stream" when unknown
+	Kind string // "image", "audio", "video" or "file", as in Attachment
+	Size int64  // bytes at Path
+	Path string // the bytes; never logged
+	// Caption is plain text to show with the file where the platform
+	// has captions; may be empty.
+	Caption string
+	// ReplyTo is the Message.ID of the user's message the reply answers,
+	// as in Post.ReplyTo.
+	ReplyTo string
+}
+
+// FileSender is an optional Platform capability: post a file in a
+// conversation, after everything sent before it (a Telegram photo or
+// document, a Slack upload into the thread, a Discord message with the
+// file attached, a file saved by the terminal). It returns
+// *RateLimitError as Send does; the caller waits and calls again.
+type FileSender interface {
+	SendFile(ctx context.Context, to ConversationKey, f File) (MessageRef, error)
 }
