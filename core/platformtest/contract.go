@@ -1,12 +1,17 @@
 package platformtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/agentbridge/agentbridge/core"
 )
@@ -32,6 +37,19 @@ type Hooks struct {
 	// Unbudgeted says the platform has no rate budget of its own (a
 	// terminal), so interim frames are never given a later turn.
 	Unbudgeted bool
+
+	// The file checks run when the platform is a core.FileSender and
+	// ShownFile and Order are set.
+
+	// ShownFile returns the name and bytes the fake holds for a file
+	// SendFile posted as ref, and whether it has that file at all.
+	ShownFile func(ref core.MessageRef) (name string, data []byte, ok bool)
+	// Order returns the ids (MessageRef.ID) of the messages and files the
+	// fake holds in Conv, in the order it received them.
+	Order func() []string
+	// RateLimitFile makes the fake answer the next upload to Conv with a
+	// 429 asking to wait retryAfter (whole seconds).
+	RateLimitFile func(retryAfter time.Duration)
 }
 
 // maxFrames bounds how many interim edits TestPlatform makes looking for
@@ -162,6 +180,119 @@ func TestPlatform(t *testing.T, p core.Platform, h Hooks) {
 			// Its own turn, sooner than the queued frame's.
 		default:
 			t.Errorf("final edit behind a queued interim frame (its turn in %v) = %v, want it at once", queued.RetryAfter, err)
+		}
+	})
+
+	fs, _ := p.(core.FileSender)
+	files := fs != nil && h.ShownFile != nil && h.Order != nil
+	sendFile := func(f core.File) (ref core.MessageRef, err error) {
+		err = inTurn(func() (err error) {
+			ref, err = fs.SendFile(ctx, h.Conv, f)
+			return err
+		})
+		return ref, err
+	}
+	writeFile := func(t *testing.T, data []byte) string {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "spooled")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+
+	t.Run("a file goes between the texts sent around it", func(t *testing.T) {
+		if !files {
+			t.Skip("not a FileSender, or no ShownFile/Order hooks")
+		}
+		data := []byte("contract: the file's bytes\n")
+		before := send(t, "contract: before the file")
+		ref, err := sendFile(core.File{Name: "notes.txt", MIME: "text/plain", Kind: "file", Size: int64(len(data)), Path: writeFile(t, data)})
+		if err != nil {
+			t.Fatalf("SendFile: %v", err)
+		}
+		if ref.Conv != h.Conv || ref.ID == "" {
+			t.Fatalf("SendFile returned ref %+v, want an id in %v", ref, h.Conv)
+		}
+		after := send(t, "contract: after the file")
+		name, got, ok := h.ShownFile(ref)
+		if !ok || name != "notes.txt" || !bytes.Equal(got, data) {
+			t.Errorf("file %s shows as %q with %q (exists: %v), want notes.txt with %q", ref.ID, name, got, ok, data)
+		}
+		order := h.Order()
+		at := func(id string) int { return slices.Index(order, id) }
+		if b, f, a := at(before.ID), at(ref.ID), at(after.ID); b < 0 || f < b || a < f {
+			t.Errorf("order in the conversation %v: text before at %d, file at %d, text after at %d; want them in that order", order, b, f, a)
+		}
+	})
+
+	t.Run("a file name is sanitised", func(t *testing.T) {
+		if !files {
+			t.Skip("not a FileSender, or no ShownFile/Order hooks")
+		}
+		data := []byte("contract: hostile name")
+		hostile := "../../.ssh/\x1b[2J..evil\u202egpj.\x00" + strings.Repeat("x", 300) + ".txt"
+		ref, err := sendFile(core.File{Name: hostile, MIME: "text/plain", Kind: "file", Size: int64(len(data)), Path: writeFile(t, data)})
+		if err != nil {
+			t.Fatalf("SendFile: %v", err)
+		}
+		name, got, ok := h.ShownFile(ref)
+		switch {
+		case !ok || !bytes.Equal(got, data):
+			t.Errorf("file %s: exists %v, bytes %q", ref.ID, ok, got)
+		case strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, "."):
+			t.Errorf("name %q keeps a path or a leading dot", name)
+		case strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0:
+			t.Errorf("name %q keeps control or format characters", name)
+		case !strings.HasSuffix(name, ".txt") || len(name) > 255:
+			t.Errorf("name %q (%d bytes): want the .txt extension kept, at most 255 bytes", name, len(name))
+		}
+	})
+
+	t.Run("a file over MaxFileBytes is refused before it is uploaded", func(t *testing.T) {
+		if !files {
+			t.Skip("not a FileSender, or no ShownFile/Order hooks")
+		}
+		max := p.Limits().MaxFileBytes
+		if max <= 0 {
+			t.Fatalf("Limits().MaxFileBytes = %d, want the platform's upload limit", max)
+		}
+		// A sparse file: the size is real, the disk is not spent.
+		path := writeFile(t, nil)
+		if err := os.Truncate(path, max+1); err != nil {
+			t.Fatal(err)
+		}
+		var before int
+		if h.Requests != nil {
+			before = h.Requests()
+		}
+		// Size understates the file: the adapter must look at Path itself.
+		_, err := fs.SendFile(ctx, h.Conv, core.File{Name: "big.bin", MIME: "application/octet-stream", Kind: "file", Size: 10, Path: path})
+		if err == nil {
+			t.Fatalf("SendFile of %d bytes (limit %d) succeeded", max+1, max)
+		}
+		if h.Requests != nil {
+			if n := h.Requests() - before; n != 0 {
+				t.Errorf("an over-limit file made %d requests", n)
+			}
+		}
+	})
+
+	// Last: an adapter holds its budget for the Retry-After it was told.
+	t.Run("a 429 on an upload is a rate limit with its Retry-After", func(t *testing.T) {
+		if !files || h.RateLimitFile == nil {
+			t.Skip("not a FileSender, or no RateLimitFile hook")
+		}
+		const retryAfter = time.Second
+		h.RateLimitFile(retryAfter)
+		data := []byte("contract: refused file")
+		_, err := sendFile(core.File{Name: "refused.txt", MIME: "text/plain", Kind: "file", Size: int64(len(data)), Path: writeFile(t, data)})
+		var rl *core.RateLimitError
+		if !errors.As(err, &rl) {
+			t.Fatalf("SendFile answered 429 = %v, want a *core.RateLimitError", err)
+		}
+		if rl.RetryAfter < retryAfter || rl.Turn {
+			t.Errorf("RetryAfter = %v, Turn = %v; want the platform's %v, not the budget's turn", rl.RetryAfter, rl.Turn, retryAfter)
 		}
 	})
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,6 +36,7 @@ const (
 	OpStart    Op = "stream-start"
 	OpAppend   Op = "stream-append"
 	OpStop     Op = "stream-stop"
+	OpFile     Op = "file"
 )
 
 // Call is one recorded call.
@@ -45,14 +47,23 @@ type Call struct {
 	Ref  core.MessageRef // send: the new message; edit: the edited one
 	Post core.Post
 	User core.User // notify
+	File *File     // file: what was posted
 	Err  error     // what the call returned
+}
+
+// File is a file posted with SendFile, as the fake received it.
+type File struct {
+	Ref  core.MessageRef
+	Meta core.File // as passed, Path included
+	Data []byte    // the bytes read from Meta.Path
 }
 
 // Message is the current state of a message the bridge sent.
 type Message struct {
 	Ref   core.MessageRef
-	Post  core.Post
+	Post  core.Post // a file's: its caption and ReplyTo
 	Edits int
+	File  *File // set when the message is a file SendFile posted
 }
 
 // Platform is a fake core.Platform. The zero value is not usable; call New.
@@ -80,6 +91,7 @@ var (
 	_ core.Downloader       = (*Platform)(nil)
 	_ core.MessageFinalizer = (*Platform)(nil)
 	_ core.Streamer         = (*Platform)(nil)
+	_ core.FileSender       = (*Platform)(nil)
 )
 
 // DefaultLimits are generous limits with a Discord-like shape.
@@ -267,6 +279,50 @@ func (p *Platform) streamWrite(op Op, ref core.MessageRef, markdown string) erro
 	}
 	p.record(c)
 	return c.Err
+}
+
+// SendFile implements core.FileSender: it reads f.Path and records an
+// OpFile call. A file over Limits().MaxFileBytes (when set) is refused, as
+// a platform's upload limit would.
+func (p *Platform) SendFile(ctx context.Context, to core.ConversationKey, f core.File) (core.MessageRef, error) {
+	if err := p.delay(ctx, OpFile); err != nil {
+		return core.MessageRef{}, err
+	}
+	data, readErr := os.ReadFile(f.Path)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := Call{Op: OpFile, At: time.Now(), Conv: to}
+	switch {
+	case readErr != nil:
+		c.Err = fmt.Errorf("send file %q: %w", f.Name, readErr)
+	default:
+		if err := p.injected(OpFile); err != nil {
+			c.Err = err
+		} else if max := p.limits.MaxFileBytes; max > 0 && int64(len(data)) > max {
+			c.Err = fmt.Errorf("send file %q: %d bytes is over the %d byte limit", f.Name, len(data), max)
+		}
+	}
+	if c.Err == nil {
+		p.nextID++
+		c.Ref = core.MessageRef{Conv: to, ID: strconv.Itoa(p.nextID)}
+		c.File = &File{Ref: c.Ref, Meta: f, Data: data}
+		m := &Message{Ref: c.Ref, Post: core.Post{Text: f.Caption, Plain: true, ReplyTo: f.ReplyTo}, File: c.File}
+		p.msgs = append(p.msgs, m)
+		p.byID[c.Ref.ID] = m
+	}
+	p.record(c)
+	return c.Ref, c.Err
+}
+
+// Files returns the files posted to conv, oldest first.
+func (p *Platform) Files(conv core.ConversationKey) []File {
+	var out []File
+	for _, m := range p.Messages(conv) {
+		if m.File != nil {
+			out = append(out, *m.File)
+		}
+	}
+	return out
 }
 
 // AddFile makes data downloadable under the attachment source handle src.
