@@ -31,8 +31,25 @@ func TestPlatformContract(t *testing.T) {
 		Requests: func() int { return len(e.fake.Calls()) },
 		Missing:  core.MessageRef{Conv: conv, ID: "999999"},
 		RateLimitSend: func(d time.Duration) {
-			s := int(d.Seconds())
-			e.fake.Fail("sendMessage", telegramtest.Fault{Code: 429, Description: "Too Many Requests: retry after " + strconv.Itoa(s), RetryAfter: s})
+			e.fake.Fail("sendMessage", telegramtest.RateLimit(int(d.Seconds())))
+		},
+		ShownFile: func(ref core.MessageRef) (string, []byte, bool) {
+			for _, m := range e.fake.Files(chat) {
+				if strconv.Itoa(m.ID) == ref.ID {
+					return m.File.Name, m.File.Data, true
+				}
+			}
+			return "", nil, false
+		},
+		Order: func() []string {
+			var ids []string
+			for _, m := range e.fake.Messages(chat) {
+				ids = append(ids, strconv.Itoa(m.ID))
+			}
+			return ids
+		},
+		RateLimitFile: func(d time.Duration) {
+			e.fake.Fail("sendDocument", telegramtest.RateLimit(int(d.Seconds())))
 		},
 	})
 }

@@ -44,6 +44,9 @@ const DefaultAPIURL = "https://api.telegram.org"
 // maxDownload is the Bot API's cap on files bots may download.
 const maxDownload = 20 << 20
 
+// errTooLarge is Telegram refusing an upload as over its size limit (413).
+var errTooLarge = errors.New("over Telegram's 50 MB upload limit")
+
 // Fatal errors Run returns.
 var (
 	// ErrUnauthorized: Telegram rejected the token (401).
@@ -216,13 +219,14 @@ func (a *Adapter) Name() string { return a.opts.Name }
 
 // Limits reports Telegram's limits: 4,096 characters after entity parsing
 // (the rendered HTML is never shorter than that, so counting it is safe),
-// callback_data of 64 bytes, HTML markup.
+// callback_data of 64 bytes, HTML markup, uploads of 50 MB.
 func (a *Adapter) Limits() core.Limits {
 	return core.Limits{
 		MaxText:        4000,
 		EditInterval:   a.opts.EditInterval,
 		MaxButtonValue: 64,
 		Dialect:        render.TelegramHTML,
+		MaxFileBytes:   maxUpload,
 	}
 }
 
@@ -237,9 +241,21 @@ func (c ctxClient) Do(r *http.Request) (*http.Response, error) { return c.hc.Do(
 // call makes one Bot API request bound to ctx. The library has no contexts,
 // so each call uses a copy of the BotAPI whose client carries ctx.
 func (a *Adapter) call(ctx context.Context, method string, p tgbotapi.Params) (*tgbotapi.APIResponse, error) {
+	return a.request(ctx, method, func(b *tgbotapi.BotAPI) (*tgbotapi.APIResponse, error) {
+		return b.MakeRequest(method, p)
+	})
+}
+
+// request makes a request of method with do, on a copy of the BotAPI
+// whose client carries ctx, and translates its error.
+func (a *Adapter) request(ctx context.Context, method string, do func(*tgbotapi.BotAPI) (*tgbotapi.APIResponse, error)) (*tgbotapi.APIResponse, error) {
 	b := *a.bot
 	b.Client = ctxClient{ctx: ctx, hc: a.hc}
-	resp, err := b.MakeRequest(method, p)
+	resp, err := do(&b)
+	var tg *tgbotapi.Error
+	if errors.As(err, &tg) && tg.Code == 0 && resp != nil {
+		tg.Code = resp.ErrorCode // UploadFiles leaves it out
+	}
 	if err != nil {
 		return nil, a.translate(method, err)
 	}
@@ -283,6 +299,8 @@ func (a *Adapter) translate(method string, err error) error {
 		return &apiError{msg: ErrUnauthorized.Error() + " [" + msg + "]", cause: ErrUnauthorized}
 	case tg.Code == 409:
 		return &apiError{msg: ErrConflict.Error() + " [" + msg + "]", cause: ErrConflict}
+	case tg.Code == 413:
+		return &apiError{msg: "telegram " + msg + ": the file is " + errTooLarge.Error(), cause: errTooLarge}
 	case strings.Contains(desc, "message is not modified"):
 		return wrap(core.ErrNotModified)
 	case strings.Contains(desc, "can't parse entities") || strings.Contains(desc, "unsupported start tag"):

@@ -6,13 +6,25 @@
 // every call, and can inject errors such as 429 with retry_after, 409 and
 // 401. Like the real Bot API it enforces flood limits (see Limits): a
 // message over a chat's or a group's budget is answered 429 with
-// retry_after.
+// retry_after. It takes uploads (sendPhoto, sendDocument, sendAudio,
+// sendVideo: multipart/form-data) within Telegram's limits: a request over
+// MaxUpload is answered 413 "Request Entity Too Large", a photo over
+// 10 MB or beyond its dimensions 400 as Telegram words it; files are
+// messages of their chat, counted by the flood limits like text.
 package telegramtest
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
+	"image"
+	_ "image/gif" // photos Telegram takes
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -49,7 +61,37 @@ type Message struct {
 	ReplyTo   int    // the message it quotes (reply_parameters or reply_to_message_id); 0 when none
 	Edits     int
 	Sent      time.Time // when sendMessage created it
+	File      *File     // set when the message is an upload
 }
+
+// File is what an upload sent: the method, the multipart part's form
+// field, file name and Content-Type, its bytes, and the caption.
+type File struct {
+	Method  string // sendPhoto, sendDocument, sendAudio or sendVideo
+	Field   string // photo, document, audio or video
+	Name    string
+	MIME    string
+	Data    []byte
+	Caption string
+	Width   int // a photo's
+	Height  int
+}
+
+// Telegram's upload limits for bots: 50 MB per file, 10 MB per photo,
+// whose width and height add up to at most 10000 with a ratio of at most
+// 20.
+const (
+	MaxUpload     = 50 << 20
+	MaxPhoto      = 10 << 20
+	maxPhotoSides = 10000
+	maxPhotoRatio = 20
+)
+
+// TooLarge is Telegram's answer to an upload over its size limit.
+var TooLarge = Fault{Code: 413, Description: "Request Entity Too Large"}
+
+// uploads maps the upload methods to the form field that carries the file.
+var uploads = map[string]string{"sendPhoto": "photo", "sendDocument": "document", "sendAudio": "audio", "sendVideo": "video"}
 
 // Fault is an error answer the server gives instead of handling a call.
 type Fault struct {
@@ -78,6 +120,7 @@ type Server struct {
 	maxPoll time.Duration
 	limits  Limits
 	flood   map[string][]time.Time // accepted messages' times, by budget ("chat:ID", "group:ID")
+	upload  int64                  // the largest upload taken
 }
 
 // Window is one flood limit: at most N calls within any Per.
@@ -138,6 +181,7 @@ func NewServer(token string) *Server {
 		maxPoll: 30 * time.Second,
 		limits:  DefaultLimits,
 		flood:   map[string][]time.Time{},
+		upload:  MaxUpload,
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /{bottoken}/{method}", s.api)
@@ -166,6 +210,14 @@ func (s *Server) SetLimits(l Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.limits = l
+}
+
+// SetMaxUpload changes the largest file an upload may carry (MaxUpload
+// until set), so a test can meet the limit without 50 MB.
+func (s *Server) SetMaxUpload(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.upload = n
 }
 
 // RateLimit returns a 429 fault asking to wait retryAfter seconds.
@@ -291,13 +343,33 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		fail(w, unauthorized)
 		return
 	}
+	method := r.PathValue("method")
+	s.mu.Lock()
+	limit := s.upload
+	s.mu.Unlock()
+	// An upload's request may hold the file and a little more; the file
+	// itself is checked once parsed.
+	r.Body = http.MaxBytesReader(w, r.Body, limit+1<<20)
+	tooLarge := false
 	if err := r.ParseMultipartForm(1 << 20); err != nil {
+		var mb *http.MaxBytesError
+		tooLarge = errors.As(err, &mb)
 		r.ParseForm()
 	}
-	method := r.PathValue("method")
+	if field, ok := uploads[method]; ok && r.MultipartForm != nil {
+		for _, fh := range r.MultipartForm.File[field] {
+			tooLarge = tooLarge || fh.Size > limit
+		}
+	}
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{Method: method, Form: r.Form, At: time.Now()})
 	s.notifyLocked()
+	if tooLarge {
+		s.calls[len(s.calls)-1].Fault = &TooLarge
+		s.mu.Unlock()
+		fail(w, TooLarge)
+		return
+	}
 	if q := s.faults[method]; len(q) > 0 {
 		f := q[0]
 		s.faults[method] = q[1:]
@@ -321,6 +393,8 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		s.getUpdates(w, r)
 	case "sendMessage":
 		s.sendMessage(w, r)
+	case "sendPhoto", "sendDocument", "sendAudio", "sendVideo":
+		s.sendFile(w, r, method)
 	case "editMessageText":
 		s.editMessageText(w, r)
 	case "getFile":
@@ -361,7 +435,7 @@ func (s *Server) floodLocked(method, chat string, now time.Time) (Fault, bool) {
 	}
 	var budgets []budget
 	switch method {
-	case "sendMessage", "editMessageText", "sendMessageDraft":
+	case "sendMessage", "editMessageText", "sendMessageDraft", "sendPhoto", "sendDocument", "sendAudio", "sendVideo":
 		budgets = append(budgets, budget{"chat:" + chat, s.limits.Chat})
 		if method != "sendMessageDraft" && strings.HasPrefix(chat, "-") {
 			budgets = append(budgets, budget{"group:" + chat, s.limits.Group})
@@ -478,6 +552,81 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	ok(w, messageJSON(m))
 }
 
+// sendFile takes an upload: the file in the method's field, a caption of
+// at most 1024 characters, a photo within Telegram's photo limits.
+func (s *Server) sendFile(w http.ResponseWriter, r *http.Request, method string) {
+	field := uploads[method]
+	chat := r.Form.Get("chat_id")
+	chatID, err := strconv.ParseInt(chat, 10, 64)
+	if err != nil {
+		badRequest(w, "chat not found")
+		return
+	}
+	var fh *multipart.FileHeader
+	if r.MultipartForm != nil && len(r.MultipartForm.File[field]) > 0 {
+		fh = r.MultipartForm.File[field][0]
+	}
+	if fh == nil {
+		badRequest(w, "there is no "+field+" in the request")
+		return
+	}
+	part, err := fh.Open()
+	if err != nil {
+		badRequest(w, "failed to read the file")
+		return
+	}
+	data, err := io.ReadAll(part)
+	part.Close()
+	if err != nil {
+		badRequest(w, "failed to read the file")
+		return
+	}
+	f := &File{Method: method, Field: field, Name: fh.Filename, MIME: fh.Header.Get("Content-Type"), Data: data, Caption: r.Form.Get("caption")}
+	if n := len(utf16.Encode([]rune(f.Caption))); n > 1024 {
+		badRequest(w, "message caption is too long")
+		return
+	}
+	if method == "sendPhoto" {
+		cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+		switch {
+		case len(data) > MaxPhoto:
+			badRequest(w, "PHOTO_SAVE_FILE_INVALID")
+			return
+		case err != nil:
+			badRequest(w, "IMAGE_PROCESS_FAILED")
+			return
+		case cfg.Width+cfg.Height > maxPhotoSides || max(cfg.Width, cfg.Height) > maxPhotoRatio*min(cfg.Width, cfg.Height):
+			badRequest(w, "PHOTO_INVALID_DIMENSIONS")
+			return
+		}
+		f.Width, f.Height = cfg.Width, cfg.Height
+	}
+	thread, _ := strconv.Atoi(r.Form.Get("message_thread_id"))
+	replyTo, desc := replyTarget(r.Form)
+	if desc != "" {
+		badRequest(w, desc)
+		return
+	}
+	s.mu.Lock()
+	s.nextMsg++
+	m := &Message{ChatID: chatID, ID: s.nextMsg, ThreadID: thread, ReplyTo: replyTo, Sent: time.Now(), File: f}
+	s.msgs[key(chat, m.ID)] = m
+	s.notifyLocked()
+	s.mu.Unlock()
+	ok(w, messageJSON(m))
+}
+
+// Files returns the files the bot has uploaded to chatID, oldest first.
+func (s *Server) Files(chatID int64) []Message {
+	var out []Message
+	for _, m := range s.Messages(chatID) {
+		if m.File != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
 	chat := r.Form.Get("chat_id")
 	id, _ := strconv.Atoi(r.Form.Get("message_id"))
@@ -546,6 +695,21 @@ func messageJSON(m *Message) map[string]any {
 	if m.ThreadID != 0 {
 		out["message_thread_id"] = m.ThreadID
 		out["is_topic_message"] = true
+	}
+	if f := m.File; f != nil {
+		delete(out, "text")
+		id := fmt.Sprintf("%s-%d", f.Field, m.ID)
+		obj := map[string]any{"file_id": id, "file_unique_id": "u" + id, "file_size": len(f.Data)}
+		if f.Method == "sendPhoto" {
+			obj["width"], obj["height"] = f.Width, f.Height
+			out["photo"] = []any{obj}
+		} else {
+			obj["file_name"], obj["mime_type"] = f.Name, f.MIME
+			out[f.Field] = obj
+		}
+		if f.Caption != "" {
+			out["caption"] = f.Caption
+		}
 	}
 	return out
 }
