@@ -19,6 +19,10 @@ const (
 	EventPartial    EventKind = iota + 1 // a forwarded partial (only when Streaming, and not after an error)
 	EventPermission                      // a permission request to answer (only when Permission)
 	EventSession                         // the turn's session id, once, as soon as it is known (P-SID-1)
+	// EventFiles carries the files of a partial or result (X-FILE-1),
+	// right after the partial's own text: the caller checks them
+	// (core/outfile) and shows them where they come.
+	EventFiles
 )
 
 // Event is something the caller sees while the turn runs.
@@ -30,6 +34,9 @@ type Event struct {
 	// SessionID is EventSession's id: the first valid one of the turn,
 	// the one Outcome.SessionID will hold.
 	SessionID string
+	// Files are EventFiles' attachments, as the agent wrote them; an
+	// entry that is not well formed says why in its Problem.
+	Files []Attachment
 }
 
 // assembler turns classified stdout lines into events and the outcome's
@@ -89,12 +96,19 @@ func (a *assembler) apply(l scanned, full *Line) {
 		}
 	}
 	var usage *Usage
+	var files []Attachment
 	if full != nil {
-		usage = full.Usage
+		usage, files = full.Usage, full.Attachments
 	}
 	switch l.kind {
 	case KindPartial:
-		if !a.p.Streaming || a.errored { // P-PART-1, P-ERR-1
+		if a.errored { // P-ERR-1
+			return
+		}
+		// A partial's files go out even when its text is not shown
+		// (P-PART-1): a file is never dropped unsaid.
+		defer a.files(files)
+		if !a.p.Streaming { // P-PART-1
 			return
 		}
 		text := l.text
@@ -126,6 +140,7 @@ func (a *assembler) apply(l scanned, full *Line) {
 			if usage != nil {
 				a.usage = usage
 			}
+			a.files(files)
 		}
 	case KindError:
 		if a.errored {
@@ -143,6 +158,13 @@ func (a *assembler) apply(l scanned, full *Line) {
 		if full != nil {
 			a.permission(*full)
 		}
+	}
+}
+
+// files hands the caller an event's attachments (X-FILE-1).
+func (a *assembler) files(files []Attachment) {
+	if len(files) > 0 && a.opts.OnEvent != nil {
+		a.opts.OnEvent(Event{Kind: EventFiles, Files: files})
 	}
 }
 

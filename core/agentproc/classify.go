@@ -36,6 +36,9 @@ type Line struct {
 	SessionID string
 	// Usage is the usage object of a result or error (F-USAGE-1), nil if none.
 	Usage *Usage
+	// Attachments are a partial's or result's files (X-FILE-1, a bridge
+	// extension), nil when it has none.
+	Attachments []Attachment
 	// Fields are the event's raw fields (nil when malformed).
 	Fields map[string]json.RawMessage
 }
@@ -74,9 +77,11 @@ func Classify(line []byte) Line {
 	case KindPartial:
 		l.Value, _ = jsonString(fields["text"])
 		l.Role, _ = jsonString(fields["role"])
+		l.Attachments = parseAttachments(fields["attachments"])
 	case KindResult:
 		l.Value, _ = jsonString(fields["text"])
 		l.Usage = parseUsage(fields["usage"])
+		l.Attachments = parseAttachments(fields["attachments"])
 	case KindError:
 		l.Value, _ = jsonString(fields["message"])
 		l.Usage = parseUsage(fields["usage"])

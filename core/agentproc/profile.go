@@ -419,3 +419,10 @@ func nameFor(abs string) string {
 	}
 	return name
 }
+
+// Isolated reports whether the profile runs its agent through
+// `agentbridge isolate` (profiles/isolated): in a container or pod, not on
+// the bridge's host, so the paths it names are not the host's.
+func (p *Profile) Isolated() bool {
+	return filepath.Base(p.Command) == "agentbridge" && len(p.Args) > 0 && p.Args[0] == "isolate"
+}

@@ -66,6 +66,7 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 	if p.Name != "" {
 		log = log.With(slog.String("profile", p.Name))
 	}
+	t.Attachments = checkTurnAttachments(t.Attachments, log)
 	sessionName := t.SessionName
 	if sessionName == "" {
 		sessionName = "default"

@@ -16,13 +16,21 @@ const ProtocolVersion = "0.4"
 // attachment (F-EMPTY-1); nothing is started.
 var ErrEmptyTurn = errors.New("empty turn: no message and no attachment")
 
-// Attachment is one file handed to the agent in the turn line (D-ATT-1).
+// Attachment is one file: handed to the agent in the turn line (D-ATT-1),
+// or sent back by the agent on a partial or result (X-FILE-1).
 type Attachment struct {
-	Kind string `json:"kind"`
-	URL  string `json:"url"`
+	Kind     string `json:"kind"` // image, file, audio, video; a turn's unknown kind becomes "other"
+	URL      string `json:"url"`  // file:, http(s): or data:
+	Filename string `json:"filename,omitempty"`
+	MIMEType string `json:"mime_type,omitempty"`
+	Size     int64  `json:"size,omitempty"`
+	// Name and MIME are the turn's field names before the upstream ones
+	// (filename, mime_type); the turn line carries both for one release.
 	Name string `json:"name,omitempty"`
 	MIME string `json:"mime,omitempty"`
-	Size int64  `json:"size,omitempty"`
+	// Problem, on an agent's attachment, says why it is not well formed
+	// ("" when it is); never on the wire.
+	Problem string `json:"-"`
 }
 
 // Turn is the input of one turn.
@@ -50,9 +58,9 @@ type turnLine struct {
 }
 
 func encodeTurn(t Turn, sessionName string, permission bool) []byte {
-	atts := t.Attachments
-	if atts == nil {
-		atts = []Attachment{}
+	atts := make([]Attachment, len(t.Attachments))
+	for i, a := range t.Attachments {
+		atts[i], _ = a.normalize()
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
