@@ -108,7 +108,7 @@ func TestTurnLine(t *testing.T) {
 			`{"type":"turn","message":"hello","session_id":"","session_name":"default","attachments":[],"protocol_version":"0.4"}`},
 		{"resume with attachment", Turn{Message: "", SessionID: "s-1", SessionName: "work",
 			Attachments: []Attachment{{Kind: "image", URL: "file:///tmp/a.png", Name: "a.png", MIME: "image/png", Size: 12}}}, false,
-			`{"type":"turn","message":"","session_id":"s-1","session_name":"work","attachments":[{"kind":"image","url":"file:///tmp/a.png","name":"a.png","mime":"image/png","size":12}],"protocol_version":"0.4"}`},
+			`{"type":"turn","message":"","session_id":"s-1","session_name":"work","attachments":[{"kind":"image","url":"file:///tmp/a.png","filename":"a.png","mime_type":"image/png","size":12,"name":"a.png","mime":"image/png"}],"protocol_version":"0.4"}`},
 		{"permission on", Turn{Message: "<b>&"}, true,
 			`{"type":"turn","message":"<b>&","session_id":"","session_name":"default","attachments":[],"permission":true,"protocol_version":"0.4"}`},
 	}
