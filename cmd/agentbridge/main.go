@@ -33,6 +33,7 @@ usage:
   agentbridge check PROFILE [--message TEXT] [--json] check an agent against the protocol, rule by rule
   agentbridge shim NAME [ARGS]                       run an agent CLI as an AgentProc agent (profiles use this)
   agentbridge isolate RUNTIME [flags] -- ARGS        run a turn's agent in a container or pod (profiles use this)
+  agentbridge mcp                                    the send_file MCP server agent CLIs start (shims register it)
   agentbridge health [URL]                           probe a running serve's /healthz (exit 0 when healthy)
   agentbridge version                                print the version
 
@@ -53,6 +54,7 @@ var commands = map[string]command{
 	"shim":               cmdShim,
 	"health":             cmdHealth,
 	"isolate":            cmdIsolate,
+	"mcp":                cmdMCP,
 	"version":            cmdVersion,
 	"--version":          cmdVersion,
 }

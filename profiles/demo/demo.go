@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/shim/sendfile"
 )
 
 // StateDirEnv is the environment variable the profile (or the chat command)
@@ -170,6 +171,14 @@ func (a *agent) respond(ctx context.Context, notes []string) (string, error) {
 		if err := a.tool(ctx, msg); err != nil {
 			return a.said.String(), err
 		}
+	case intentChart:
+		if err := a.chart(ctx); err != nil {
+			return a.said.String(), err
+		}
+	case intentNotes:
+		if err := a.notes(ctx); err != nil {
+			return a.said.String(), err
+		}
 	default:
 		if err := a.stream(ctx, a.answer(intent, msg), a.delay); err != nil {
 			return a.said.String(), err
@@ -307,6 +316,9 @@ type partialEvent struct {
 	Role      string `json:"role,omitempty"`
 	Text      string `json:"text"`
 	SessionID string `json:"session_id,omitempty"`
+	// Attachments are files sent to the chat, agentbridge's extension
+	// (spec/protocol.md): the bytes in data: URLs.
+	Attachments []sendfile.Attachment `json:"attachments,omitempty"`
 }
 
 type resultEvent struct {
@@ -333,6 +345,11 @@ type permissionRequest struct {
 
 func (e *emitter) partial(role, text string) error {
 	return e.emit(partialEvent{Type: "partial", Role: role, Text: text, SessionID: e.sessionID})
+}
+
+// attach sends a file: a partial with no text, carrying it.
+func (e *emitter) attach(a sendfile.Attachment) error {
+	return e.emit(partialEvent{Type: "partial", Text: "", SessionID: e.sessionID, Attachments: []sendfile.Attachment{a}})
 }
 
 func (e *emitter) result(usage map[string]int) error {

@@ -34,6 +34,13 @@ type event struct {
 	ToolName    string         `json:"tool_name"`
 	Description string         `json:"description"`
 	Input       map[string]any `json:"input"`
+	Attachments []struct {
+		Kind     string `json:"kind"`
+		URL      string `json:"url"`
+		Filename string `json:"filename"`
+		MIMEType string `json:"mime_type"`
+		Size     int64  `json:"size"`
+	} `json:"attachments"`
 }
 
 var mintedID = regexp.MustCompile(`^demo-[0-9a-f]{12}$`)
@@ -577,18 +584,22 @@ func TestChunks(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	tests := map[string]intent{
-		"help":                    intentHelp,
-		"Help!":                   intentHelp,
-		"fail":                    intentFail,
-		"slow":                    intentSlow,
-		"remember my name is Ada": intentSetName,
-		"call me Ishmael":         intentSetName,
-		"What's my name?":         intentAskName,
-		"who am I":                intentAskName,
-		"write a note":            intentTool,
-		"use a TOOL":              intentTool,
-		"my profile is fine":      intentEcho,
-		"hello":                   intentEcho,
+		"help":                        intentHelp,
+		"Help!":                       intentHelp,
+		"fail":                        intentFail,
+		"slow":                        intentSlow,
+		"remember my name is Ada":     intentSetName,
+		"call me Ishmael":             intentSetName,
+		"What's my name?":             intentAskName,
+		"who am I":                    intentAskName,
+		"write a note":                intentTool,
+		"use a TOOL":                  intentTool,
+		"draw a chart":                intentChart,
+		"send me the chart as a file": intentChart,
+		"send the notes":              intentNotes,
+		"Give me your notes!":         intentNotes,
+		"my profile is fine":          intentEcho,
+		"hello":                       intentEcho,
 	}
 	for msg, want := range tests {
 		if got := classify(msg); got != want {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -23,6 +24,8 @@ const (
 	intentSetName               // "my name is Ada"
 	intentAskName               // "what is my name?"
 	intentTool                  // mentions writing, a file or a tool: permission prompt
+	intentChart                 // mentions a chart: sends a PNG it draws
+	intentNotes                 // asks for the notes: sends a text file
 )
 
 // The name patterns are compiled on first use: the agentbridge binary
@@ -59,7 +62,14 @@ func classify(msg string) intent {
 	case askNameRE().MatchString(msg):
 		return intentAskName
 	}
-	for _, w := range strings.FieldsFunc(lower, func(r rune) bool { return !unicode.IsLetter(r) }) {
+	words := strings.FieldsFunc(lower, func(r rune) bool { return !unicode.IsLetter(r) })
+	switch {
+	case slices.Contains(words, "chart") || slices.Contains(words, "charts"):
+		return intentChart
+	case slices.Contains(words, "notes") && (slices.Contains(words, "send") || slices.Contains(words, "give")):
+		return intentNotes
+	}
+	for _, w := range words {
 		if toolWords[w] {
 			return intentTool
 		}
@@ -150,6 +160,7 @@ const helpText = "I'm the **agentbridge demo agent**. I run as a real AgentProc 
 	"so everything you see here works the same with a real agent:\n\n" +
 	"- **Memory**: say `my name is Ada`, then ask `what is my name?`\n" +
 	"- **Permission prompt**: ask me to `write a file`; I ask before using my pretend tool\n" +
+	"- **Files**: say `draw a chart` for a picture, `send the notes` for a text file\n" +
 	"- **Errors**: say `fail`\n" +
 	"- **Stopping**: say `slow`, then `/stop` while I stream\n" +
 	"- Anything else I echo back, with a recap of your previous message.\n\n" +
