@@ -37,5 +37,27 @@ func TestPlatformContract(t *testing.T) {
 		RateLimitSend: func(d time.Duration) {
 			fake.Fail("chat.postMessage", slacktest.Failure{Status: 429, RetryAfter: int(d.Seconds())})
 		},
+		ShownFile: func(ref core.MessageRef) (string, []byte, bool) {
+			for _, m := range fake.Files() {
+				if m.File.ID == ref.ID && m.Channel == conv.Channel && m.ThreadTS == conv.Thread {
+					return m.File.Name, m.File.Data, true
+				}
+			}
+			return "", nil, false
+		},
+		Order: func() []string {
+			var ids []string
+			for _, m := range fake.Messages() {
+				if m.File != nil {
+					ids = append(ids, m.File.ID)
+				} else {
+					ids = append(ids, m.TS)
+				}
+			}
+			return ids
+		},
+		RateLimitFile: func(d time.Duration) {
+			fake.Fail("files.getUploadURLExternal", slacktest.Failure{Status: 429, RetryAfter: int(d.Seconds()), Error: "ratelimited"})
+		},
 	})
 }

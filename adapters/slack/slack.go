@@ -216,13 +216,15 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 func (a *Adapter) Name() string { return a.opts.Name }
 
 // Limits reports Slack's limits. MaxText stays under the 4,000 characters
-// Slack recommends for a message's text, with room for the section split.
+// Slack recommends for a message's text, with room for the section split;
+// a file may be 1 GB.
 func (a *Adapter) Limits() core.Limits {
 	return core.Limits{
 		MaxText:        3800,
 		EditInterval:   a.opts.EditInterval,
 		MaxButtonValue: 2000,
 		Dialect:        render.SlackMrkdwn,
+		MaxFileBytes:   maxUpload,
 	}
 }
 

@@ -5,7 +5,10 @@
 // (chat.startStream / appendStream / stopStream, with the stream's Markdown
 // accumulated and its state checked),
 // assistant.threads.setStatus, reactions.add, files.info and private file
-// downloads) and serves a Socket Mode WebSocket that says hello, pings,
+// downloads, and the v2 upload flow: files.getUploadURLExternal, the
+// upload URL (valid once, for the declared length only),
+// files.completeUploadExternal sharing the file into a channel or thread)
+// and serves a Socket Mode WebSocket that says hello, pings,
 // delivers events_api and interactive envelopes, records acks, redelivers
 // unacked envelopes on the next connection and can send disconnect.
 //
@@ -22,6 +25,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -56,6 +61,29 @@ type Options struct {
 	AppendLimit int
 	// AppendWindow is the window AppendLimit counts in; default a minute.
 	AppendWindow time.Duration
+	// MaxUpload is the largest file files.getUploadURLExternal takes;
+	// default Slack's 1 GB.
+	MaxUpload int64
+}
+
+// MaxUpload is Slack's limit on one file: 1 GB.
+const MaxUpload = 1000 * 1000 * 1000
+
+// File is a file the bot uploaded, as files.completeUploadExternal shared it.
+type File struct {
+	ID    string
+	Name  string // the filename given to files.getUploadURLExternal
+	Title string
+	Data  []byte // the bytes posted to the upload URL
+}
+
+// upload is a file between files.getUploadURLExternal and its completion.
+type upload struct {
+	id, name  string
+	length    int64
+	data      []byte
+	uploaded  bool // its URL has been used
+	completed bool
 }
 
 // Call is one recorded Web API call.
@@ -81,6 +109,9 @@ type Message struct {
 	Streamed bool
 	// Streaming is true from chat.startStream until chat.stopStream.
 	Streaming bool
+	// File is set when the message is a file shared by
+	// files.completeUploadExternal (Text is its initial_comment).
+	File *File
 }
 
 // Failure is an injected answer to one Web API call.
@@ -112,6 +143,8 @@ type Server struct {
 	msgs      map[string]*Message // by channel+":"+ts
 	order     []*Message
 	files     map[string]fileEntry
+	uploads   map[string]*upload
+	nextFile  int
 	failures  map[string][]Failure
 	pending   []Envelope // sent or to send, not yet acked
 	acks      []string
@@ -160,10 +193,14 @@ func NewServer(opts Options) *Server {
 	if opts.PingEvery <= 0 {
 		opts.PingEvery = 50 * time.Millisecond
 	}
+	if opts.MaxUpload <= 0 {
+		opts.MaxUpload = MaxUpload
+	}
 	s := &Server{
 		opts:     opts,
 		msgs:     map[string]*Message{},
 		files:    map[string]fileEntry{},
+		uploads:  map[string]*upload{},
 		failures: map[string][]Failure{},
 		changed:  make(chan struct{}),
 		kick:     make(chan struct{}, 1),
@@ -173,6 +210,7 @@ func NewServer(opts Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", s.serveWS)
 	mux.HandleFunc("/files-pri/", s.serveFile)
+	mux.HandleFunc("/upload/v1/", s.serveUpload)
 	mux.HandleFunc("/", s.serveAPI)
 	s.srv = httptest.NewServer(mux)
 	return s
@@ -555,6 +593,70 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	w.Write(f.data)
 }
 
+// Files returns the files shared in the bot's messages, in posting order.
+func (s *Server) Files() []Message {
+	var out []Message
+	for _, m := range s.Messages() {
+		if m.File != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// serveUpload takes a file's bytes at the URL files.getUploadURLExternal
+// gave: once, and only exactly the declared length (a multipart "file"
+// part, as slack-go posts it, or the raw body).
+func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.Path, "/upload/v1/")
+	call := Call{Method: "upload", At: time.Now(), Form: url.Values{"file": {id}}, Status: http.StatusOK}
+	defer func() {
+		s.mu.Lock()
+		s.calls = append(s.calls, call)
+		s.changedLocked()
+		s.mu.Unlock()
+	}()
+	refuse := func(code int, msg string) {
+		call.Status, call.Error = code, msg
+		http.Error(w, msg, code)
+	}
+	s.mu.Lock()
+	u := s.uploads[id]
+	valid := u != nil && !u.uploaded && r.Method == http.MethodPost
+	if valid {
+		u.uploaded = true // used, whatever comes of it
+	}
+	s.mu.Unlock()
+	if !valid {
+		refuse(http.StatusNotFound, "upload URL unknown or already used")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, u.length+1<<16)
+	var data []byte
+	var err error
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		var f multipart.File
+		if f, _, err = r.FormFile("file"); err == nil {
+			data, err = io.ReadAll(f)
+			f.Close()
+		}
+	} else {
+		data, err = io.ReadAll(r.Body)
+	}
+	switch {
+	case err != nil:
+		refuse(http.StatusBadRequest, "bad upload: "+err.Error())
+		return
+	case int64(len(data)) != u.length:
+		refuse(http.StatusBadRequest, fmt.Sprintf("%d bytes, %d declared", len(data), u.length))
+		return
+	}
+	s.mu.Lock()
+	u.data = data
+	s.mu.Unlock()
+	fmt.Fprintf(w, "OK - %d", len(data))
+}
+
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	method := strings.TrimPrefix(r.URL.Path, "/")
 	r.ParseForm()
@@ -720,6 +822,55 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]any{"ok": true, "message_ts": fmt.Sprintf("1700002000.%06d", s.nextTS)})
 	case "assistant.threads.setStatus", "reactions.add", "reactions.remove":
 		reply(map[string]any{"ok": true})
+	case "files.getUploadURLExternal":
+		length, err := strconv.ParseInt(form.Get("length"), 10, 64)
+		if form.Get("filename") == "" || err != nil || length <= 0 || length > s.opts.MaxUpload {
+			fail("invalid_arguments")
+			return
+		}
+		s.nextFile++
+		id := fmt.Sprintf("F%06d", s.nextFile)
+		s.uploads[id] = &upload{id: id, name: form.Get("filename"), length: length}
+		reply(map[string]any{"ok": true, "upload_url": s.srv.URL + "/upload/v1/" + id, "file_id": id})
+	case "files.completeUploadExternal":
+		var files []struct {
+			ID    string `json:"id"`
+			Title string `json:"title"`
+		}
+		if json.Unmarshal([]byte(form.Get("files")), &files) != nil || len(files) == 0 {
+			fail("invalid_arguments")
+			return
+		}
+		for _, f := range files {
+			if u := s.uploads[f.ID]; u == nil || u.data == nil || u.completed {
+				fail("file_not_found")
+				return
+			}
+		}
+		ch, thread := form.Get("channel_id"), form.Get("thread_ts")
+		if thread != "" && ch == "" {
+			fail("invalid_arguments")
+			return
+		}
+		var out []map[string]any
+		for _, f := range files {
+			u := s.uploads[f.ID]
+			u.completed = true
+			title := f.Title
+			if title == "" {
+				title = u.name
+			}
+			out = append(out, map[string]any{"id": u.id, "title": title})
+			if ch == "" {
+				continue // uploaded, shared nowhere
+			}
+			s.nextTS++
+			m := &Message{Channel: ch, TS: fmt.Sprintf("1700001000.%06d", s.nextTS), ThreadTS: thread,
+				Text: form.Get("initial_comment"), Mrkdwn: true, File: &File{ID: u.id, Name: u.name, Title: title, Data: u.data}}
+			s.msgs[ch+":"+m.TS] = m
+			s.order = append(s.order, m)
+		}
+		reply(map[string]any{"ok": true, "files": out})
 	case "files.info":
 		id := form.Get("file")
 		if _, ok := s.files[id]; !ok {
