@@ -38,5 +38,23 @@ func TestPlatformContract(t *testing.T) {
 		RateLimitSend: func(d time.Duration) {
 			fake.RateLimitNext("POST", "C1", 1, d)
 		},
+		ShownFile: func(ref core.MessageRef) (string, []byte, bool) {
+			for _, m := range fake.Messages("C1") {
+				if m.ID == ref.ID && len(m.Files) == 1 {
+					return m.Files[0].Name, m.Files[0].Data, true
+				}
+			}
+			return "", nil, false
+		},
+		Order: func() []string {
+			var ids []string
+			for _, m := range fake.Messages("C1") {
+				ids = append(ids, m.ID)
+			}
+			return ids
+		},
+		RateLimitFile: func(d time.Duration) {
+			fake.RateLimitNext("POST", "C1", 1, d)
+		},
 	})
 }

@@ -186,6 +186,7 @@ func (a *Adapter) Limits() core.Limits {
 		MaxButtonValue: maxButtonValue,
 		Dialect:        render.DiscordMarkdown,
 		EditWindow:     editWindow,
+		MaxFileBytes:   maxUpload,
 	}
 }
 

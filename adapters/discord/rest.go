@@ -203,24 +203,37 @@ func (a *Adapter) Send(ctx context.Context, to core.ConversationKey, p core.Post
 	if ch == "" {
 		return core.MessageRef{}, fmt.Errorf("discord: send: no channel in %s: %w", to, core.ErrNotFound)
 	}
-	if err := a.budget(ctx, "POST "+ch+" messages", to.String(), p.Priority, sendWait); err != nil {
-		return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
-	}
-	send := &discordgo.MessageSend{
+	return a.post(ctx, to, ch, p.Priority, &discordgo.MessageSend{
 		Content:         content(p),
 		Components:      components(p.Buttons),
 		AllowedMentions: noMentions(),
 		Reference:       a.replyRef(to, ch, p),
+	}, nil)
+}
+
+// post creates message send in channel ch of conversation to, in its
+// turn at priority p of the channel's budget (waiting up to sendWait). A
+// reply Discord refuses goes again as a plain message; files, when set,
+// gives the files to attach to each attempt.
+func (a *Adapter) post(ctx context.Context, to core.ConversationKey, ch string, p core.Priority, send *discordgo.MessageSend, files func() []*discordgo.File) (core.MessageRef, error) {
+	attempt := func() (*discordgo.Message, error) {
+		if files != nil {
+			send.Files = files()
+		}
+		return a.sess.ChannelMessageSendComplex(ch, send, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
 	}
-	m, err := a.sess.ChannelMessageSendComplex(ch, send, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+	if err := a.budget(ctx, "POST "+ch+" messages", to.String(), p, sendWait); err != nil {
+		return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
+	}
+	m, err := attempt()
 	if err != nil && send.Reference != nil && badRequest(err) {
 		// A reply Discord refuses must never cost the message itself.
 		a.log.Warn("reply refused; sending it as a plain message", "channel", ch, "err", a.scrub(err))
 		send.Reference = nil
-		if err = a.budget(ctx, "POST "+ch+" messages", to.String(), p.Priority, sendWait); err != nil {
+		if err = a.budget(ctx, "POST "+ch+" messages", to.String(), p, sendWait); err != nil {
 			return core.MessageRef{}, fmt.Errorf("discord: send to %s: %w", to, err)
 		}
-		m, err = a.sess.ChannelMessageSendComplex(ch, send, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+		m, err = attempt()
 	}
 	if err != nil {
 		return core.MessageRef{}, a.translate("send to "+to.String(), err)
@@ -340,6 +353,7 @@ const (
 	codeEditWindowLimit = 30046 // too many edits to messages older than one hour
 	codeEmptyMessage    = 50006
 	codeInvalidForm     = 50035
+	codeTooLarge        = 40005 // files over the upload limit
 )
 
 // translate turns a discordgo error into core's error types, scrubbed of
@@ -372,6 +386,8 @@ func (a *Adapter) translate(op string, err error) error {
 			return fmt.Errorf("discord: %s: %s: %w", op, detail, core.ErrMessageTooLong)
 		case code == codeEmptyMessage, code == codeInvalidForm:
 			return fmt.Errorf("discord: %s: %s: %w", op, detail, core.ErrFormatting)
+		case code == codeTooLarge:
+			return fmt.Errorf("discord: %s: %s (over Discord's 10 MiB upload limit)", op, detail)
 		}
 		return fmt.Errorf("discord: %s: %s", op, detail)
 	}

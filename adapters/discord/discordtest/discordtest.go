@@ -9,14 +9,19 @@
 // like a user sees them. It enforces per-channel rate-limit
 // buckets like Discord, records every call, and keeps the current content
 // of every message, so tests can drive the real discordgo library against
-// it and assert on what a user would see.
+// it and assert on what a user would see. Messages may carry files
+// (multipart: payload_json and files[n]), up to MaxUpload in all; more is
+// answered 413 with code 40005, as Discord does.
 package discordtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -56,6 +61,28 @@ type Message struct {
 	// none or when the referenced message did not exist.
 	ReplyTo string
 	Edits   int
+	// Files are the files attached when the message was created.
+	Files []File
+}
+
+// File is a file attached to a message (a multipart files[n] part).
+type File struct {
+	Name        string // the part's filename
+	ContentType string
+	Data        []byte
+}
+
+// MaxUpload is Discord's limit on a message's files without boosts:
+// 10 MiB.
+const MaxUpload = 10 << 20
+
+// tooLarge is Discord's answer to files over the limit.
+var tooLarge = map[string]any{"message": "Request entity too large", "code": 40005}
+
+// multipartBody is a multipart request's parts: payload_json, and the files.
+type multipartBody struct {
+	payload string
+	files   []File
 }
 
 // Channel is a channel or thread the fake knows.
@@ -90,6 +117,7 @@ type Server struct {
 	order     []string
 	channels  map[string]*Channel
 	files     map[string][]byte
+	maxUpload int64
 	nextID    int
 	buckets   map[string][]time.Time
 	forced    map[string][]float64 // route → injected 429 retry_after seconds
@@ -164,6 +192,7 @@ func NewServer(token string) *Server {
 		userMsgs:          map[string]string{},
 		channels:          map[string]*Channel{},
 		files:             map[string][]byte{},
+		maxUpload:         MaxUpload,
 		buckets:           map[string][]time.Time{},
 		forced:            map[string][]float64{},
 		changed:           make(chan struct{}),
@@ -222,6 +251,14 @@ func (s *Server) SetBucket(n int, window time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bucketLimit, s.bucketWindow = n, window
+}
+
+// SetMaxUpload changes how many bytes of files a message may carry
+// (MaxUpload until set), so a test can meet the limit without 10 MiB.
+func (s *Server) SetMaxUpload(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxUpload = n
 }
 
 // SetHeartbeatInterval sets the interval announced in hello, in ms.
@@ -504,7 +541,19 @@ func (s *Server) routes() http.Handler {
 			} `json:"message_reference"`
 		}
 		json.Unmarshal([]byte(requestBody(r)), &body)
-		if body.Content == "" && len(body.Components) == 0 {
+		files := requestFiles(r)
+		var size int64
+		for _, f := range files {
+			size += int64(len(f.Data))
+		}
+		s.mu.Lock()
+		max := s.maxUpload
+		s.mu.Unlock()
+		if size > max {
+			writeJSON(w, http.StatusRequestEntityTooLarge, tooLarge)
+			return
+		}
+		if body.Content == "" && len(body.Components) == 0 && len(files) == 0 {
 			writeJSON(w, 400, map[string]any{"message": "Cannot send an empty message", "code": 50006})
 			return
 		}
@@ -536,12 +585,18 @@ func (s *Server) routes() http.Handler {
 			return
 		}
 		s.mu.Lock()
-		m := &Message{ID: s.newID(), ChannelID: r.PathValue("cid"), Content: body.Content, Components: body.Components, AllowedMentions: body.AllowedMentions, ReplyTo: replyTo}
+		m := &Message{ID: s.newID(), ChannelID: r.PathValue("cid"), Content: body.Content, Components: body.Components, AllowedMentions: body.AllowedMentions, ReplyTo: replyTo, Files: files}
 		s.msgs[m.ID] = m
 		s.order = append(s.order, m.ID)
+		var attachments []any
+		for _, f := range files {
+			id := s.newID()
+			attachments = append(attachments, map[string]any{"id": id, "filename": f.Name, "size": len(f.Data), "content_type": f.ContentType,
+				"url": "https://cdn.discordapp.com/attachments/" + m.ChannelID + "/" + id + "/" + f.Name})
+		}
 		s.changedLocked()
 		s.mu.Unlock()
-		writeJSON(w, 200, map[string]any{"id": m.ID, "channel_id": m.ChannelID, "content": m.Content,
+		writeJSON(w, 200, map[string]any{"id": m.ID, "channel_id": m.ChannelID, "content": m.Content, "attachments": attachments,
 			"author": map[string]any{"id": BotID, "username": "bridge", "bot": true}})
 	})
 	mux.HandleFunc("PATCH /api/v9/channels/{cid}/messages/{mid}", func(w http.ResponseWriter, r *http.Request) {
@@ -706,15 +761,33 @@ func (s *Server) routes() http.Handler {
 			mux.ServeHTTP(w, r)
 			return
 		}
-		body, _ := io.ReadAll(r.Body)
-		r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, string(body)))
+		s.mu.Lock()
+		max := s.maxUpload
+		s.mu.Unlock()
+		body, _ := io.ReadAll(io.LimitReader(r.Body, max+1<<20+1))
 		rec := &statusRecorder{ResponseWriter: w, status: 200}
+		// A multipart body is recorded as its payload_json; the files are
+		// kept apart.
+		mp, isMultipart, err := parseMultipart(r.Header.Get("Content-Type"), body)
+		recorded := string(body)
+		if isMultipart {
+			recorded = mp.payload
+		}
 		defer func() {
 			s.mu.Lock()
-			s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Body: string(body), Auth: r.Header.Get("Authorization"), Status: rec.status, At: time.Now()})
+			s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Body: recorded, Auth: r.Header.Get("Authorization"), Status: rec.status, At: time.Now()})
 			s.changedLocked()
 			s.mu.Unlock()
 		}()
+		if int64(len(body)) > max+1<<20 {
+			writeJSON(rec, http.StatusRequestEntityTooLarge, tooLarge)
+			return
+		}
+		if err != nil {
+			writeJSON(rec, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, mp))
 		if strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/api/v9/interactions/") &&
 			!strings.HasPrefix(r.URL.Path, "/api/v9/webhooks/") && r.Header.Get("Authorization") != "Bot "+s.token {
 			writeJSON(rec, 401, map[string]any{"message": "401: Unauthorized", "code": 0})
@@ -729,9 +802,49 @@ func (s *Server) routes() http.Handler {
 
 type bodyKey struct{}
 
+// requestBody returns the request's JSON body: a multipart request's
+// payload_json.
 func requestBody(r *http.Request) string {
-	b, _ := r.Context().Value(bodyKey{}).(string)
-	return b
+	b, _ := r.Context().Value(bodyKey{}).(multipartBody)
+	return b.payload
+}
+
+// requestFiles returns a multipart request's files.
+func requestFiles(r *http.Request) []File {
+	b, _ := r.Context().Value(bodyKey{}).(multipartBody)
+	return b.files
+}
+
+// parseMultipart reads body: a JSON body as the payload, or a multipart
+// one's payload_json and files[n] parts.
+func parseMultipart(contentType string, body []byte) (multipartBody, bool, error) {
+	typ, params, _ := mime.ParseMediaType(contentType)
+	if typ != "multipart/form-data" {
+		return multipartBody{payload: string(body)}, false, nil
+	}
+	var out multipartBody
+	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return out, true, nil
+		}
+		if err != nil {
+			return out, true, err
+		}
+		data, err := io.ReadAll(part)
+		if err != nil {
+			return out, true, err
+		}
+		switch name := part.FormName(); {
+		case name == "payload_json":
+			out.payload = string(data)
+		case strings.HasPrefix(name, "files["):
+			// The filename as sent: Part.FileName would hide a path in it.
+			_, disp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+			out.files = append(out.files, File{Name: disp["filename"], ContentType: part.Header.Get("Content-Type"), Data: data})
+		}
+	}
 }
 
 type statusRecorder struct {

@@ -24,6 +24,7 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -581,7 +582,9 @@ func (s *Server) sendFile(w http.ResponseWriter, r *http.Request, method string)
 		badRequest(w, "failed to read the file")
 		return
 	}
-	f := &File{Method: method, Field: field, Name: fh.Filename, MIME: fh.Header.Get("Content-Type"), Data: data, Caption: r.Form.Get("caption")}
+	// The filename as sent: FileHeader.Filename would hide a path in it.
+	_, disp, _ := mime.ParseMediaType(fh.Header.Get("Content-Disposition"))
+	f := &File{Method: method, Field: field, Name: disp["filename"], MIME: fh.Header.Get("Content-Type"), Data: data, Caption: r.Form.Get("caption")}
 	if n := len(utf16.Encode([]rune(f.Caption))); n > 1024 {
 		badRequest(w, "message caption is too long")
 		return
