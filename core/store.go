@@ -90,6 +90,45 @@ type JournalEntry struct {
 	// Agent is the turn's agent process group once it started.
 	Agent     ProcessRef
 	StartedAt time.Time // when the message was accepted
+
+	// Message is the user's message as accepted (its Conv, ID, author,
+	// text, attachments, Addressed and Time), so that a turn whose agent
+	// never started runs after a restart, and one that had started can be
+	// retried; nil for a turn nobody typed and for entries written before
+	// it was kept.
+	Message *Message
+	// Key is the session key the turn runs under, as resolved when the
+	// message was accepted.
+	Key ConversationKey
+	// Notice is the "queued" notice answering the message, once posted.
+	Notice MessageRef
+	// Running is set, durably, before the turn's agent may start: from then
+	// on the turn is never run again on its own (its tools may have acted).
+	Running bool
+}
+
+// Waiting reports whether the entry's turn never began (its agent never
+// started and nothing of its answer was shown) and can run after a
+// restart as if nothing had happened.
+func (e JournalEntry) Waiting() bool {
+	return e.Message != nil && !e.Running && e.Agent.PID == 0 && e.Reply.Ref.ID == "" && len(e.Prompts) == 0
+}
+
+// RetryKeep is how long a "↻ Retry" offered after an interrupted turn can
+// be pressed.
+const RetryKeep = 7 * 24 * time.Hour
+
+// Retry is what a "↻ Retry" button needs to run an interrupted turn's
+// message again: kept under the button's value until pressed or until
+// RetryKeep has passed.
+type Retry struct {
+	Message Message         // the user's message, as JournalEntry.Message
+	Key     ConversationKey // the session key it ran under
+	// Notice is the interrupted notice carrying the button, and what it
+	// shows, so a press can take the button off.
+	Notice Shown
+	At     time.Time // when it was offered
+	Used   bool      // pressed once already
 }
 
 // Shown is a message the bridge posted and what it shows: Text is in the
@@ -160,6 +199,13 @@ type Store interface {
 	JournalDelete(ctx context.Context, turnID string) error
 	// Journal lists the turns in flight, oldest first.
 	Journal(ctx context.Context) ([]JournalEntry, error)
+
+	// RetryPut keeps r under token (a button's value), replacing what was
+	// there, and drops retries offered more than RetryKeep ago.
+	RetryPut(ctx context.Context, token string, r Retry) error
+	// Retry returns the retry kept under token; ok is false when there is
+	// none (never offered, or expired).
+	Retry(ctx context.Context, token string) (r Retry, ok bool, err error)
 
 	Cursors
 }

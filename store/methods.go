@@ -304,6 +304,51 @@ func (s *Store) Journal(ctx context.Context) ([]core.JournalEntry, error) {
 	return out, err
 }
 
+// RetryPut keeps r under token and drops the retries offered more than
+// core.RetryKeep ago. Retries are few (one per interrupted turn), so the
+// prune is a scan.
+func (s *Store) RetryPut(ctx context.Context, token string, r core.Retry) error {
+	return s.batch(ctx, "retry put", func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRetries)
+		v, err := encode(toRetryRec(r))
+		if err != nil {
+			return err
+		}
+		if err := b.Put([]byte(token), v); err != nil {
+			return err
+		}
+		limit := s.now().Add(-core.RetryKeep).UnixNano()
+		var old [][]byte
+		err = b.ForEach(func(k, v []byte) error {
+			var rec retryRec
+			if decode(v, &rec) != nil || rec.At < limit {
+				old = append(old, bytes.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range old {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Retry returns the retry kept under token; one offered more than
+// core.RetryKeep ago counts as gone.
+func (s *Store) Retry(ctx context.Context, token string) (core.Retry, bool, error) {
+	var rec retryRec
+	found, err := s.lookup(ctx, "retry", bucketRetries, []byte(token), &rec)
+	if !found || err != nil || time.Unix(0, rec.At).Before(s.now().Add(-core.RetryKeep)) {
+		return core.Retry{}, false, err
+	}
+	return rec.retry(), true, nil
+}
+
 // Cursor returns the adapter position saved under name, "" when none.
 func (s *Store) Cursor(ctx context.Context, name string) (string, error) {
 	var rec cursorRec

@@ -163,6 +163,69 @@ type journalRec struct {
 	AgentStart  uint64     `json:"agent_start,omitempty"` // clock ticks after boot
 	BootID      string     `json:"boot_id,omitempty"`
 	StartedAt   time.Time  `json:"started_at"`
+	// Optional; an entry without them is reported as interrupted, never
+	// run again.
+	Message *messageRec `json:"message,omitempty"`
+	Key     *convRec    `json:"key,omitempty"`
+	Notice  *shownRec   `json:"notice,omitempty"`
+	Running bool        `json:"running,omitempty"`
+}
+
+// messageRec is a user's message kept to run (or retry) its turn.
+type messageRec struct {
+	Conv        convRec   `json:"conv"`
+	ID          string    `json:"id,omitempty"`
+	FromID      string    `json:"from_id,omitempty"`
+	FromName    string    `json:"from_name,omitempty"`
+	Text        string    `json:"text,omitempty"`
+	Attachments []attRec  `json:"attachments,omitempty"`
+	Addressed   bool      `json:"addressed,omitempty"`
+	Time        time.Time `json:"time,omitzero"`
+}
+
+// attRec is an attachment's metadata; Source is the adapter's download
+// handle.
+type attRec struct {
+	Kind   string `json:"kind,omitempty"`
+	Name   string `json:"name,omitempty"`
+	MIME   string `json:"mime,omitempty"`
+	Size   int64  `json:"size,omitempty"`
+	Source string `json:"source,omitempty"`
+}
+
+func toMessageRec(m core.Message) messageRec {
+	r := messageRec{Conv: toConvRec(m.Conv), ID: m.ID, FromID: m.From.ID, FromName: m.From.Name, Text: m.Text, Addressed: m.Addressed, Time: m.Time}
+	for _, a := range m.Attachments {
+		r.Attachments = append(r.Attachments, attRec(a))
+	}
+	return r
+}
+
+func (r messageRec) message() core.Message {
+	m := core.Message{Conv: r.Conv.key(), ID: r.ID, From: core.User{ID: r.FromID, Name: r.FromName}, Text: r.Text, Addressed: r.Addressed, Time: r.Time}
+	for _, a := range r.Attachments {
+		m.Attachments = append(m.Attachments, core.Attachment(a))
+	}
+	return m
+}
+
+// retryRec is a "↻ Retry" offered after an interrupted turn.
+type retryRec struct {
+	head
+	Message messageRec `json:"message"`
+	Key     convRec    `json:"key"`
+	Notice  shownRec   `json:"notice"`
+	At      int64      `json:"at"` // Unix nanoseconds
+	Used    bool       `json:"used,omitempty"`
+}
+
+func toRetryRec(r core.Retry) retryRec {
+	return retryRec{head: head{recordVersion}, Message: toMessageRec(r.Message), Key: toConvRec(r.Key),
+		Notice: toShownRec(r.Notice), At: r.At.UnixNano(), Used: r.Used}
+}
+
+func (r retryRec) retry() core.Retry {
+	return core.Retry{Message: r.Message.message(), Key: r.Key.key(), Notice: r.Notice.shown(), At: time.Unix(0, r.At), Used: r.Used}
 }
 
 type shownRec struct {
@@ -170,6 +233,14 @@ type shownRec struct {
 	ID    string  `json:"id"`
 	Text  string  `json:"text,omitempty"`
 	Plain bool    `json:"plain,omitempty"`
+}
+
+func toShownRec(s core.Shown) shownRec {
+	return shownRec{Conv: toConvRec(s.Ref.Conv), ID: s.Ref.ID, Text: s.Text, Plain: s.Plain}
+}
+
+func (r shownRec) shown() core.Shown {
+	return core.Shown{Ref: core.MessageRef{Conv: r.Conv.key(), ID: r.ID}, Text: r.Text, Plain: r.Plain}
 }
 
 func toJournalRec(e core.JournalEntry) journalRec {
@@ -189,8 +260,17 @@ func toJournalRec(e core.JournalEntry) journalRec {
 		StartedAt:   e.StartedAt,
 	}
 	for _, p := range e.Prompts {
-		r.Prompts = append(r.Prompts, shownRec{Conv: toConvRec(p.Ref.Conv), ID: p.Ref.ID, Text: p.Text, Plain: p.Plain})
+		r.Prompts = append(r.Prompts, toShownRec(p))
 	}
+	if e.Message != nil {
+		m, k := toMessageRec(*e.Message), toConvRec(e.Key)
+		r.Message, r.Key = &m, &k
+	}
+	if e.Notice.ID != "" {
+		n := toShownRec(core.Shown{Ref: e.Notice})
+		r.Notice = &n
+	}
+	r.Running = e.Running
 	return r
 }
 
@@ -208,8 +288,19 @@ func (r journalRec) entry() core.JournalEntry {
 		StartedAt:   r.StartedAt,
 	}
 	for _, p := range r.Prompts {
-		e.Prompts = append(e.Prompts, core.Shown{Ref: core.MessageRef{Conv: p.Conv.key(), ID: p.ID}, Text: p.Text, Plain: p.Plain})
+		e.Prompts = append(e.Prompts, p.shown())
 	}
+	if r.Message != nil {
+		m := r.Message.message()
+		e.Message = &m
+		if r.Key != nil {
+			e.Key = r.Key.key()
+		}
+	}
+	if r.Notice != nil {
+		e.Notice = r.Notice.shown().Ref
+	}
+	e.Running = r.Running
 	return e
 }
 

@@ -25,12 +25,13 @@ var (
 	bucketCursors  = []byte("cursors")
 	bucketUsage    = []byte("usage")     // schema 3
 	bucketSchedule = []byte("schedules") // schema 4
+	bucketRetries  = []byte("retries")   // schema 6
 	keySchema      = []byte("schema")
 
 	// v1Buckets are the buckets of schema 1 besides meta.
 	v1Buckets = [][]byte{bucketSessions, bucketActive, bucketSeen, bucketGrants, bucketJournal, bucketCursors}
 	// dataBuckets are the buckets every current store holds besides meta.
-	dataBuckets = append(v1Buckets[:len(v1Buckets):len(v1Buckets)], bucketUsage, bucketSchedule)
+	dataBuckets = append(v1Buckets[:len(v1Buckets):len(v1Buckets)], bucketUsage, bucketSchedule, bucketRetries)
 )
 
 // migrations[i] upgrades a store from schema version i to i+1; version 0 is
@@ -42,6 +43,7 @@ var migrations = []func(tx *bolt.Tx) error{
 	usageLog,
 	addSchedules,
 	grantsPerUser,
+	addRetries,
 }
 
 // schemaVersion is the version this code writes.
@@ -117,6 +119,16 @@ func grantsPerUser(tx *bolt.Tx) error {
 	}
 	if _, err := tx.CreateBucket(bucketGrants); err != nil {
 		return fmt.Errorf("create bucket %s: %w", bucketGrants, err)
+	}
+	return nil
+}
+
+// addRetries (schema 6) adds the bucket of "↻ Retry" buttons offered
+// after interrupted turns (RetryPut); journal records only gained optional
+// fields.
+func addRetries(tx *bolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketRetries); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketRetries, err)
 	}
 	return nil
 }

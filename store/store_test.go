@@ -532,6 +532,12 @@ func TestJournal(t *testing.T) {
 	upd.Placeholder = true
 	upd.Prompts = []core.Shown{{Ref: core.MessageRef{Conv: convB, ID: "p-1"}, Text: "Permission needed: Bash"}}
 	upd.Agent = core.ProcessRef{PID: 4242, StartTicks: 123456, BootID: "b0"}
+	// What a queued turn needs to run after a restart.
+	upd.Message = &core.Message{Conv: convB, ID: "m-c", From: core.User{ID: "u1", Name: "Ann"}, Text: "hello", Addressed: true,
+		Time: t0.Add(-2 * time.Hour), Attachments: []core.Attachment{{Kind: "image", Name: "a.png", MIME: "image/png", Size: 3, Source: "handle"}}}
+	upd.Key = core.ConversationKey{Platform: convB.Platform, Channel: convB.Channel}
+	upd.Notice = core.MessageRef{Conv: convB, ID: "n-c"}
+	upd.Running = true
 	if err := s.JournalPut(ctx, upd); err != nil {
 		t.Fatal(err)
 	}
@@ -548,6 +554,44 @@ func TestJournal(t *testing.T) {
 	want := []core.JournalEntry{entry("z", time.Time{}), upd, entry("a", t0), entry("b", t0)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+}
+
+// A retry is kept under its token, replaced by a later put (a press marks
+// it used), and dropped once core.RetryKeep has passed: by Retry at once,
+// from the file by the next RetryPut.
+func TestRetries(t *testing.T) {
+	clk := newClock()
+	s := openTemp(t, Options{Now: clk.Now})
+	ctx := t.Context()
+	r := core.Retry{Message: core.Message{Conv: convA, ID: "m1", From: core.User{ID: "u1"}, Text: "again"},
+		Key: convA, Notice: core.Shown{Ref: core.MessageRef{Conv: convA, ID: "n1"}, Text: "interrupted", Plain: true}, At: clk.Now()}
+	if err := s.RetryPut(ctx, "tok1", r); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Retry(ctx, "other"); ok || err != nil {
+		t.Errorf("Retry(unknown) = %v, %v; want none", ok, err)
+	}
+	r.Used = true
+	if err := s.RetryPut(ctx, "tok1", r); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := s.Retry(ctx, "tok1")
+	if err != nil || !ok {
+		t.Fatalf("Retry = %v, %v", ok, err)
+	}
+	if diff := cmp.Diff(r, got); diff != "" {
+		t.Errorf("retry (-want +got):\n%s", diff)
+	}
+	clk.Advance(core.RetryKeep + time.Second)
+	if _, ok, _ := s.Retry(ctx, "tok1"); ok {
+		t.Error("a retry older than RetryKeep can still be pressed")
+	}
+	if err := s.RetryPut(ctx, "tok2", core.Retry{At: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, bucketRetries); n != 1 {
+		t.Errorf("retries bucket holds %d records after a prune, want 1", n)
 	}
 }
 
@@ -665,7 +709,7 @@ func TestSchemaMarkerWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "agentbridge/5"; marker != want {
+	if want := "agentbridge/6"; marker != want {
 		t.Errorf("schema marker = %q, want %q", marker, want)
 	}
 	if !strings.HasPrefix(marker, schemaPrefix) {
