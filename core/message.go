@@ -35,6 +35,15 @@ type Message struct {
 	// slash command): a bare command word in it ("@bot new") is a bridge
 	// command without the prefix, on every platform.
 	Addressed bool
+	// Edits, when set, makes this event a change to the earlier message
+	// of the conversation with that ID rather than a new message: it now
+	// reads Text, with Attachments, or, when Deleted, it was deleted. An
+	// adapter delivers it on the conversation of the message it changes,
+	// so it is handled in order with that conversation's messages. Core
+	// applies it to a message whose turn has not started yet and ignores
+	// it otherwise.
+	Edits   string
+	Deleted bool
 	// Reply, when set, answers the author privately in this conversation
 	// (a Slack ephemeral message). Core uses it for answers meant for the
 	// author alone (the refusal to a user who is not allowed); without it
@@ -103,6 +112,11 @@ type Button struct {
 	// people type instead of clicking (the terminal), the words ParseAnswer
 	// reads for it press it.
 	Answer Answer
+	// Optional marks a button people may well leave alone (↻ Retry): where
+	// they type instead of clicking (the terminal), a line that presses
+	// none of a post's buttons, all optional, is a message as usual rather
+	// than a question asked again.
+	Optional bool
 }
 
 // Post is the content of a message the bridge sends or edits.

@@ -275,7 +275,7 @@ func (a *Adapter) handleLine(ctx context.Context, h core.Handler, line string) {
 	if p := a.posts[a.lastButtons]; p != nil && len(p.buttons) > 0 && text != "" {
 		if i := p.pressed(text); i >= 0 {
 			act = &core.Action{Conv: p.ref.Conv, From: a.user, Value: p.buttons[i].Value, Ref: p.ref}
-		} else if !strings.HasPrefix(text, "/") {
+		} else if !strings.HasPrefix(text, "/") && slices.ContainsFunc(p.buttons, func(b core.Button) bool { return !b.Optional }) {
 			reask = p
 		}
 	}

@@ -296,7 +296,7 @@ telegram:
 	t.Logf("the stale child was gone %v after the restart", took)
 	b2.waitLog("killed the agent of an interrupted turn", "processes=1")
 
-	const interrupted = "⚠️ The bridge restarted, so this answer was interrupted. Please send your message again."
+	const interrupted = "⚠️ The bridge restarted, so this answer was interrupted. Press ↻ Retry to run your message again."
 	waitMessage(t, fake, streamer, "edited to say it was interrupted", func(m telegramtest.Message) bool {
 		return strings.HasPrefix(m.Text, "half an answer") && strings.HasSuffix(m.Text, interrupted)
 	})
@@ -365,7 +365,7 @@ func TestChatKill9KeepsTheSession(t *testing.T) {
 	c.cmd.Wait()
 
 	c2 := startChat(t, state)
-	c2.waitFor("⚠️ The bridge restarted, so this answer was interrupted. Please send your message again.", 1)
+	c2.waitFor("⚠️ The bridge restarted, so this answer was interrupted. Press ↻ Retry to run your message again.", 1)
 	out := c2.output()
 	if banner, line := strings.Index(out, "Type /help"), strings.Index(out, "⚠️ The bridge restarted"); banner < 0 || line < banner {
 		t.Errorf("the interrupted reply should follow the banner:\n%s", out)

@@ -252,6 +252,10 @@ func (ps PlatformSettings) access() core.Access {
 // handleMessage handles one message on its conversation's intake; late is
 // set for a message handed over after draining began.
 func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Message, late bool) {
+	if m.Edits != "" {
+		e.handleEdit(ctx, p, m)
+		return
+	}
 	s := e.cfg()
 	ps := s.platform(p.Name())
 	log := e.log.With("conv", m.Conv)
@@ -313,7 +317,9 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 	t := &turn{id: newID(), plat: p, msg: m, key: key, queuedAt: time.Now()}
 	// Dedup and the journal entry share one write: a crash after it is
 	// reported on restart instead of losing the message silently.
-	if e.seen(ctx, p, m, &core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.queuedAt}) {
+	// The entry keeps the message, so a crash before its agent starts
+	// costs nothing: a restart runs it (Recover).
+	if entry := t.entry(); e.seen(ctx, p, m, &entry) {
 		obs.Message(p.Name(), "duplicate")
 		return
 	}
@@ -375,11 +381,11 @@ func (e *Engine) say(ctx context.Context, p core.Platform, m core.Message, text 
 	e.notice(ctx, p, m, core.Post{Text: text, Plain: true, ReplyTo: m.ID})
 }
 
-// notice is say with a post of its own (a notice with buttons).
-func (e *Engine) notice(ctx context.Context, p core.Platform, m core.Message, post core.Post) {
-	e.deliverNotice(ctx, m, post, func() error {
-		_, err := stream.Send(ctx, p, m.Conv, post)
-		return err
+// notice is say with a post of its own (a notice with buttons). It
+// returns the notice's message when it knows it.
+func (e *Engine) notice(ctx context.Context, p core.Platform, m core.Message, post core.Post) core.MessageRef {
+	return e.deliverNotice(ctx, m, post, func() (core.MessageRef, error) {
+		return stream.Send(ctx, p, m.Conv, post)
 	})
 }
 
@@ -387,21 +393,22 @@ func (e *Engine) notice(ctx context.Context, p core.Platform, m core.Message, po
 // with the reply's writes.
 func (e *Engine) sayInTurn(ctx context.Context, t *turn, text string) {
 	post := core.Post{Text: text, Plain: true, ReplyTo: t.msg.ID}
-	e.deliverNotice(ctx, t.msg, post, func() error {
-		_, err := t.pres.Notice(ctx, post)
-		return err
+	e.deliverNotice(ctx, t.msg, post, func() (core.MessageRef, error) {
+		return t.pres.Notice(ctx, post)
 	})
 }
 
 // deliverNotice hands post to m's own answer when it takes one, else
-// sends it with send.
-func (e *Engine) deliverNotice(ctx context.Context, m core.Message, post core.Post, send func() error) {
+// sends it with send, and returns the notice's message.
+func (e *Engine) deliverNotice(ctx context.Context, m core.Message, post core.Post, send func() (core.MessageRef, error)) core.MessageRef {
 	if m.Answer != nil {
-		if _, ok := m.Answer(ctx, post); ok {
-			return
+		if ref, ok := m.Answer(ctx, post); ok {
+			return ref
 		}
 	}
-	if err := send(); err != nil {
+	ref, err := send()
+	if err != nil {
 		e.log.WarnContext(ctx, "send notice failed", "conv", m.Conv, "err", err)
 	}
+	return ref
 }

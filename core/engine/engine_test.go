@@ -563,7 +563,7 @@ func TestRestartMarksInterruptedTurns(t *testing.T) {
 	h2 := newHarness(t, dbPath, nil)
 	// The new platform has no such message to edit, so what the reply
 	// showed is sent again with the notice, answering the interrupted message.
-	const want = "working\n\n⚠️ The bridge restarted, so this answer was interrupted. Please send your message again."
+	const want = "working\n\n⚠️ The bridge restarted, so this answer was interrupted. Press ↻ Retry to run your message again."
 	if notice := h2.waitText("The bridge restarted"); notice.Post.Text != want || notice.Post.ReplyTo != hung {
 		t.Errorf("restart notice = %q replying to %q, want %q replying to the interrupted message %q",
 			notice.Post.Text, notice.Post.ReplyTo, want, hung)

@@ -28,6 +28,9 @@ type turnJournal struct {
 	mu    sync.Mutex
 	entry core.JournalEntry
 	dirty bool // entry differs from what was last written
+	// writing is held through each write, so two writes of the entry
+	// cannot land out of order.
+	writing sync.Mutex
 
 	urgent chan struct{} // capacity 1
 	stop   chan struct{}
@@ -52,21 +55,34 @@ func (j *turnJournal) loop(ctx context.Context) {
 		case <-j.stop:
 			return
 		}
-		j.mu.Lock()
-		e, dirty := j.entry, j.dirty
-		e.Prompts = slices.Clone(e.Prompts)
-		j.dirty = false
-		j.mu.Unlock()
-		if !dirty {
-			continue
-		}
-		if err := j.store.JournalPut(ctx, e); err != nil {
-			j.log.WarnContext(ctx, "journal update failed", "err", err)
-			continue
-		}
-		j.log.DebugContext(ctx, "journal updated", "reply", e.Reply.Ref.ID, "placeholder", e.Placeholder,
-			"prompts", len(e.Prompts), "agent_pgid", e.Agent.PID)
+		j.write(ctx)
 	}
+}
+
+// write writes the entry if it changed since the last write.
+func (j *turnJournal) write(ctx context.Context) {
+	j.writing.Lock()
+	defer j.writing.Unlock()
+	j.mu.Lock()
+	e, dirty := j.entry, j.dirty
+	e.Prompts = slices.Clone(e.Prompts)
+	j.dirty = false
+	j.mu.Unlock()
+	if !dirty {
+		return
+	}
+	if err := j.store.JournalPut(ctx, e); err != nil {
+		j.log.WarnContext(ctx, "journal update failed", "err", err)
+		return
+	}
+	j.log.DebugContext(ctx, "journal updated", "reply", e.Reply.Ref.ID, "placeholder", e.Placeholder,
+		"prompts", len(e.Prompts), "agent_pgid", e.Agent.PID, "running", e.Running)
+}
+
+// flush writes the entry now, on the caller's goroutine: for a change
+// that must be on disk before the turn goes on.
+func (j *turnJournal) flush(ctx context.Context) {
+	j.write(context.WithoutCancel(ctx))
 }
 
 // update changes the entry; urgent changes are written at once.

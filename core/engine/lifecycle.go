@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/lane"
 	"github.com/agentbridge/agentbridge/core/render"
 )
 
@@ -20,15 +21,26 @@ const (
 	notAnsweredNotice = "⚠️ The bridge restarted before answering your message. Please send it again."
 	// expiredNotice ends a permission prompt that lost its buttons.
 	expiredNotice = "⌛ Expired: the bridge restarted before this request was answered."
+	// interruptedRetry and notAnsweredRetry are the two notices above for
+	// a turn whose message was kept: they come with a ↻ Retry button.
+	interruptedRetry = "⚠️ The bridge restarted, so this answer was interrupted. Press ↻ Retry to run your message again."
+	notAnsweredRetry = "⚠️ The bridge restarted before answering your message. Press ↻ Retry to run it again."
+	// stillQueued (with its position) and stillQueuedNow replace the
+	// queued notice of a message whose turn a restart runs again.
+	stillQueued    = "⏳ Still queued after a restart — position %d. I'll answer when the turns before it are done."
+	stillQueuedNow = "⏳ Still queued after a restart — answering it now."
 )
 
-// Recover cleans up after turns that a previous run of the bridge left in
-// flight: what is left of each one's agent process group is killed (only
-// processes proven to be that group's: a recycled pid is never signalled),
-// each half-written reply or placeholder is edited to say it was
-// interrupted, each open permission prompt loses its buttons and says it
-// expired, the sender of a message that got no reply is told, and the
-// journal entry is cleared. Nothing is re-run.
+// Recover picks up after turns that a previous run of the bridge left in
+// flight. A turn whose agent never started (a queued message) runs again,
+// in its conversation's order, and its queued notice says so. Of the
+// others, what is left of each one's agent process group is killed (only
+// processes proven to be that group's: a recycled pid is never
+// signalled), each half-written reply or placeholder is edited to say it
+// was interrupted, each open permission prompt loses its buttons and says
+// it expired, the sender of a message that got no reply is told, and the
+// journal entry is cleared. None of those is re-run: its tools may have
+// acted; its notice offers ↻ Retry instead.
 // Call it after every platform has been registered with Handler.
 func (e *Engine) Recover(ctx context.Context) error {
 	entries, err := e.store.Journal(ctx)
@@ -50,22 +62,69 @@ func (e *Engine) Recover(ctx context.Context) error {
 		}
 	}
 	var errs []error
+	ahead := map[core.ConversationKey]int{} // turns requeued so far, by lane
 	for _, j := range entries {
 		e.mu.Lock()
 		p := e.platforms[j.Conv.Platform]
 		e.mu.Unlock()
-		if p == nil {
+		switch {
+		case p == nil:
 			e.log.WarnContext(ctx, "interrupted turn on a platform that is not running; dropping", "conv", j.Conv, "turn", j.TurnID)
-		} else if err := e.markInterrupted(ctx, p, j); err != nil {
-			// Keep the entry: the next start tries again.
-			errs = append(errs, err)
-			continue
+		case j.Waiting():
+			e.requeue(ctx, p, j, ahead)
+			continue // its entry stays until it ran
+		default:
+			if err := e.markInterrupted(ctx, p, j); err != nil {
+				// Keep the entry: the next start tries again.
+				errs = append(errs, err)
+				continue
+			}
 		}
 		if err := e.store.JournalDelete(ctx, j.TurnID); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// requeue puts a turn whose agent never started back on its lane, behind
+// the ones requeued before it (ahead counts them by lane), after saying
+// so in its queued notice: edited when it was posted, else posted. Its
+// journal entry stays, so a second restart before it runs requeues it
+// again.
+func (e *Engine) requeue(ctx context.Context, p core.Platform, j core.JournalEntry, ahead map[core.ConversationKey]int) {
+	t := &turn{id: j.TurnID, plat: p, msg: *j.Message, key: j.Key, queuedAt: j.StartedAt, notice: j.Notice}
+	pos := ahead[t.key]
+	ahead[t.key]++
+	post := core.Post{Text: stillQueuedNow, Plain: true}
+	if pos > 0 {
+		post.Text = fmt.Sprintf(stillQueued, pos)
+	}
+	err := core.ErrNotFound
+	if t.notice.ID != "" {
+		err = p.Edit(ctx, t.notice, post)
+	}
+	if err != nil && !errors.Is(err, core.ErrNotModified) {
+		post.ReplyTo = t.msg.ID
+		ref, err := e.post(ctx, p, t.msg.Conv, post)
+		if err != nil {
+			e.log.WarnContext(ctx, "could not say a queued message is still queued", "conv", t.msg.Conv, "turn", t.id, "err", err)
+		}
+		t.notice = ref
+		if err := e.store.JournalPut(ctx, t.entry()); err != nil {
+			e.log.WarnContext(ctx, "journal update of a requeued turn failed", "turn", t.id, "err", err)
+		}
+	}
+	e.log.InfoContext(ctx, "queued message requeued after a restart", "conv", t.msg.Conv, "turn", t.id, "position", pos)
+	e.mu.Lock()
+	e.queued[t.id] = t
+	e.mu.Unlock()
+	if _, err := e.lanes.Enqueue(t.key, lane.Job{ID: t.id, Run: func(ctx context.Context) { e.run(ctx, t) }}); err != nil {
+		e.log.WarnContext(ctx, "could not requeue a queued message", "turn", t.id, "err", err)
+		e.mu.Lock()
+		delete(e.queued, t.id)
+		e.mu.Unlock()
+	}
 }
 
 func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.JournalEntry) error {
@@ -76,7 +135,7 @@ func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.Jo
 		err := p.Edit(ctx, pr.Ref, withNotice(p, pr, expiredNotice))
 		if errors.Is(err, core.ErrNotFound) {
 			// Gone (or, in chat, printed by an earlier process): say it.
-			err = e.post(ctx, p, j.Conv, core.Post{Text: expiredNotice, Plain: true, ReplyTo: j.MessageID})
+			_, err = e.post(ctx, p, j.Conv, core.Post{Text: expiredNotice, Plain: true, ReplyTo: j.MessageID})
 		}
 		if err != nil && !errors.Is(err, core.ErrNotModified) {
 			errs = append(errs, fmt.Errorf("expire permission prompt: %w", err))
@@ -85,52 +144,77 @@ func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.Jo
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	// A turn whose message was kept offers to run it again.
+	interrupted, notAnswered := interruptedNotice, notAnsweredNotice
+	var retry *retryOffer
+	if j.Message != nil {
+		retry = e.offerRetry(ctx, j)
+	}
+	if retry != nil {
+		interrupted, notAnswered = interruptedRetry, notAnsweredRetry
+	}
+	shown, err := e.sayInterrupted(ctx, p, lim, j, interrupted, notAnswered, retry.buttons())
+	if err == nil {
+		retry.shown(ctx, shown)
+	}
+	return err
+}
+
+// sayInterrupted ends the reply of an interrupted turn with the notice
+// (interrupted; notAnswered when nothing of it was shown), with buttons,
+// and returns the message that now carries them.
+func (e *Engine) sayInterrupted(ctx context.Context, p core.Platform, lim core.Limits, j core.JournalEntry, interrupted, notAnswered string, buttons []core.Button) (core.Shown, error) {
 	r := j.Reply
 	switch {
 	case r.Ref.ID == "":
 		// Queued, or running with nothing shown yet.
 	case j.Placeholder:
 		// The reply shows only "thinking…": replace it rather than leave it stuck.
-		err := p.Edit(ctx, r.Ref, core.Post{Text: interruptedNotice, Plain: true})
+		post := core.Post{Text: interrupted, Plain: true, Buttons: buttons}
+		err := p.Edit(ctx, r.Ref, post)
 		if err == nil || errors.Is(err, core.ErrNotModified) {
-			return nil
+			return core.Shown{Ref: r.Ref, Text: post.Text, Plain: true}, nil
 		}
 		e.log.WarnContext(ctx, "could not edit interrupted placeholder; sending a notice", "conv", j.Conv, "err", err)
-	case r.Text != "" && render.Length(r.Text)+render.Length(interruptedNotice)+2 <= maxText(lim):
-		err := p.Edit(ctx, r.Ref, withNotice(p, r, interruptedNotice))
+	case r.Text != "" && render.Length(r.Text)+render.Length(interrupted)+2 <= maxText(lim):
+		post := withNotice(p, r, interrupted)
+		post.Buttons = buttons
+		shown := core.Shown{Ref: r.Ref, Text: post.Text, Plain: post.Plain}
+		err := p.Edit(ctx, r.Ref, post)
 		if err == nil || errors.Is(err, core.ErrNotModified) {
-			return nil
+			return shown, nil
 		}
 		if errors.Is(err, core.ErrNotFound) {
 			// Gone — a Telegram draft does not outlive the process that
 			// streamed it — so post what it showed again: the user keeps it.
-			post := withNotice(p, r, interruptedNotice)
 			post.ReplyTo = j.MessageID
-			return e.post(ctx, p, j.Conv, post)
+			shown.Ref, err = e.post(ctx, p, j.Conv, post)
+			return shown, err
 		}
 		e.log.WarnContext(ctx, "could not edit interrupted reply; sending a notice", "conv", j.Conv, "err", err)
 	}
-	text := notAnsweredNotice
+	text := notAnswered
 	if r.Ref.ID != "" {
-		text = interruptedNotice
+		text = interrupted
 	}
-	return e.post(ctx, p, j.Conv, core.Post{Text: text, Plain: true, ReplyTo: j.MessageID})
+	ref, err := e.post(ctx, p, j.Conv, core.Post{Text: text, Plain: true, ReplyTo: j.MessageID, Buttons: buttons})
+	return core.Shown{Ref: ref, Text: text, Plain: true}, err
 }
 
 // post sends a recovery message and marks it final at once, so a platform
 // that keeps streamed messages provisional (a Telegram draft) shows it for
 // good.
-func (e *Engine) post(ctx context.Context, p core.Platform, conv core.ConversationKey, post core.Post) error {
+func (e *Engine) post(ctx context.Context, p core.Platform, conv core.ConversationKey, post core.Post) (core.MessageRef, error) {
 	ref, err := p.Send(ctx, conv, post)
 	if err != nil {
-		return err
+		return ref, err
 	}
 	if f, ok := p.(core.MessageFinalizer); ok {
 		if err := f.FinalizeMessage(ctx, ref); err != nil {
 			e.log.WarnContext(ctx, "could not finalize a recovery message", "conv", conv, "err", err)
 		}
 	}
-	return nil
+	return ref, nil
 }
 
 // withNotice is m as it was shown plus a closing notice, without buttons.

@@ -278,7 +278,8 @@ func (pr *prompt) on(ctx context.Context, p core.Platform, a core.Action) bool {
 // message (see on).
 const pressWait = 10 * time.Second
 
-// handleAction answers a permission prompt from a button press.
+// handleAction answers a button press: of a permission prompt, an /agent
+// menu or a ↻ Retry — the one place a button's value is routed.
 func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Action) {
 	if name, ok := strings.CutPrefix(a.Value, agentButton); ok {
 		e.agentPress(ctx, p, a, name)
@@ -295,6 +296,10 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 		} else {
 			e.private(ctx, p, a.Reply, to, text)
 		}
+	}
+	if token, ok := strings.CutPrefix(a.Value, retryButton); ok {
+		e.retryPress(ctx, p, a, token, answer)
+		return
 	}
 	token, choice, _ := strings.Cut(a.Value, ":")
 	e.mu.Lock()

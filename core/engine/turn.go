@@ -36,6 +36,115 @@ type turn struct {
 	// Set when the turn starts running, before its agent.
 	journal *turnJournal
 	pres    *stream.Presenter
+
+	// Until the turn starts (begin), its message may still be edited or
+	// deleted and its queued notice noted; pre guards these.
+	pre     sync.Mutex
+	started bool
+	notice  core.MessageRef // the queued notice, once posted
+	edit    *core.Message   // the message as last edited, if it was
+	deleted bool
+}
+
+// entry is t's journal entry as it stands before its agent starts: what
+// a restart needs to run it (or to offer its retry). Call it with t.pre
+// held, or once t began.
+func (t *turn) entry() core.JournalEntry {
+	e := core.JournalEntry{TurnID: t.id, Conv: t.msg.Conv, MessageID: t.msg.ID, StartedAt: t.queuedAt, Notice: t.notice}
+	if t.sub == nil {
+		m := t.msg
+		if t.edit != nil {
+			m = *t.edit
+		}
+		e.Message, e.Key = &m, t.key
+	}
+	return e
+}
+
+// begin marks t started: from now on an edit or a deletion of its message
+// changes nothing. It applies the last edit and reports false when the
+// message was deleted while it waited (the turn does not run).
+func (t *turn) begin() bool {
+	t.pre.Lock()
+	defer t.pre.Unlock()
+	t.started = true
+	if t.edit != nil {
+		// Only what an edit changes: others read the rest unlocked.
+		t.msg.Text, t.msg.Attachments = t.edit.Text, t.edit.Attachments
+	}
+	return !t.deleted
+}
+
+// beforeStart runs fn with t.pre held and then brings t's journal entry
+// up to date (deletes it once t.deleted), only while t has not started
+// nor been deleted, and reports whether it had not: once t started, the
+// turn's own journal owns the entry.
+func (e *Engine) beforeStart(ctx context.Context, t *turn, fn func()) bool {
+	t.pre.Lock()
+	defer t.pre.Unlock()
+	if t.started || t.deleted {
+		return false
+	}
+	fn()
+	var err error
+	if t.deleted {
+		err = e.store.JournalDelete(context.WithoutCancel(ctx), t.id)
+	} else {
+		err = e.store.JournalPut(context.WithoutCancel(ctx), t.entry())
+	}
+	if err != nil {
+		e.log.WarnContext(ctx, "journal update of a queued turn failed", "turn", t.id, "err", err)
+	}
+	return true
+}
+
+// textDeletedQueued replaces the queued notice of a message deleted before
+// its turn started.
+const textDeletedQueued = "🗑 Removed from the queue: the message was deleted."
+
+// handleEdit applies an edit or a deletion of a message (core.Message.Edits)
+// to its turn while the turn waits in the queue: an edited message runs as
+// edited, a deleted one does not run and its queued notice says so. Once
+// the turn started, or for a message that never became one, nothing
+// changes.
+func (e *Engine) handleEdit(ctx context.Context, p core.Platform, m core.Message) {
+	var t *turn
+	e.mu.Lock()
+	for _, q := range e.queued {
+		// Conv and ID are never written after the turn was made.
+		if q.sub == nil && q.plat == p && q.msg.Conv == m.Conv && q.msg.ID == m.Edits {
+			t = q
+			break
+		}
+	}
+	e.mu.Unlock()
+	log := e.log.With("conv", m.Conv, "message", m.Edits, "deleted", m.Deleted)
+	if t == nil || !m.Deleted && m.From.ID != t.msg.From.ID {
+		log.DebugContext(ctx, "edit of a message not waiting in a queue (or not by its author); ignored")
+		return
+	}
+	var notice core.MessageRef
+	applied := e.beforeStart(ctx, t, func() {
+		notice = t.notice
+		if m.Deleted {
+			t.deleted = true
+			return
+		}
+		edited := t.msg
+		edited.Text, edited.Attachments = m.Text, m.Attachments
+		t.edit = &edited
+	})
+	if !applied {
+		log.DebugContext(ctx, "edit of a message whose turn started; ignored")
+		return
+	}
+	log.InfoContext(ctx, "queued message changed before its turn", "turn", t.id)
+	if m.Deleted && notice.ID != "" {
+		err := p.Edit(ctx, notice, core.Post{Text: textDeletedQueued, Plain: true})
+		if err != nil && !errors.Is(err, core.ErrNotModified) {
+			log.WarnContext(ctx, "could not update the queued notice of a deleted message", "err", err)
+		}
+	}
 }
 
 func newID() string {
@@ -85,7 +194,11 @@ func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 		e.say(ctx, p, m, "⚠️ Could not queue your message: "+err.Error())
 		return
 	case pos > 0:
-		e.say(ctx, p, m, fmt.Sprintf("⏳ Queued — position %d. I'll answer when the current turn is done.", pos))
+		post := core.Post{Text: fmt.Sprintf("⏳ Queued — position %d. I'll answer when the current turn is done.", pos), Plain: true, ReplyTo: m.ID}
+		if ref := e.notice(ctx, p, m, post); ref.ID != "" && t.sub == nil {
+			// Kept, so a restart edits it rather than posting another.
+			e.beforeStart(ctx, t, func() { t.notice = ref })
+		}
 	}
 	e.reset(quietBusy, m.Conv) // the burst is over: the queue took a message
 	if t.sub == nil {
@@ -146,6 +259,10 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		e.mu.Unlock()
 		e.forget(ctx, t)
 	}()
+	if !t.begin() {
+		log.InfoContext(ctx, "queued message deleted before its turn started; not run")
+		return
+	}
 
 	release, ok := e.takeSlot(ctx, t, log)
 	if !ok {
@@ -232,7 +349,7 @@ func (r *turnRun) prepare(ctx context.Context) bool {
 
 	// The entry written at enqueue stands; the journal rewrites it as the
 	// turn goes, from its own goroutine, so no disk sync delays the agent.
-	t.journal = startJournal(ctx, e.store, r.log, core.JournalEntry{TurnID: t.id, Conv: m.Conv, MessageID: m.ID, StartedAt: t.queuedAt})
+	t.journal = startJournal(ctx, e.store, r.log, t.entry())
 	r.undo = append(r.undo, t.journal.close)
 	ps := s.Presenter
 	r.pres = stream.Start(r.pctx, t.plat, m.Conv, stream.Options{
@@ -276,6 +393,10 @@ func (r *turnRun) agent(ctx context.Context) (agentproc.Outcome, error) {
 		r.wg.Go(func() { e.typing(ctx, ty, m.Conv, r.typingDone) })
 	}
 
+	// On disk before the agent may act: a restart never runs this turn
+	// again on its own (it offers ↻ Retry instead).
+	t.journal.update(false, func(e *core.JournalEntry) { e.Running = true })
+	t.journal.flush(ctx)
 	r.log.InfoContext(ctx, "turn started", "profile", r.profileName, "session", r.sessName)
 	e.opts.Observer.TurnStarted(t.plat.Name(), r.profileName)
 	runCtx, stopRun := context.WithCancelCause(ctx)
