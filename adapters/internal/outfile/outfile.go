@@ -11,41 +11,31 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/agentbridge/agentbridge/core"
+	coreoutfile "github.com/agentbridge/agentbridge/core/outfile"
 )
 
-// MaxName is the longest name Name returns, in bytes: well under the 255
-// bytes file systems allow, which is where downloaded files end up.
-const MaxName = 128
-
-// maxExt is the longest extension Name keeps apart when it shortens a name.
-const maxExt = 16
-
-// Name returns f's name made safe to show and to save: the last element of
-// a path only, without control or format characters (a right-to-left
-// override could disguise the extension), without the characters Windows
-// refuses in names, with no leading dot (a hidden file) or trailing dot or
-// space, at most MaxName bytes with its extension kept. A name left empty
-// becomes "file"; a name without an extension gets the one of its media
-// type when it has a common one, so platforms that show images by their
-// extension (Discord) show them.
+// Name returns f's name made safe to show and to save: core's rules
+// (core/outfile.Name: the last element of a path only, no control or
+// format characters, no leading dot, at most 100 bytes with the extension
+// kept), and for every platform the characters Windows refuses in names
+// replaced, line breaks made spaces and no trailing dot or space (which
+// would hide the extension once saved). A name left empty becomes "file";
+// a name without an extension gets the one of its media type when it has
+// a common one, so platforms that show images by their extension
+// (Discord) show them.
 func Name(f core.File) string {
-	name := strings.ReplaceAll(f.Name, `\`, "/")
-	name = name[strings.LastIndexByte(name, '/')+1:]
-	name = strings.Map(func(r rune) rune {
+	name := strings.Map(func(r rune) rune {
 		switch {
-		case unicode.IsSpace(r): // a line break too
+		case unicode.IsSpace(r):
 			return ' '
-		case r == utf8.RuneError, unicode.IsControl(r), unicode.In(r, unicode.Cf):
-			return -1
 		case strings.ContainsRune(`:*?"<>|`, r):
 			return '_'
 		}
 		return r
-	}, name)
-	name = strings.Trim(name, ". ")
+	}, f.Name)
+	name = strings.TrimRight(coreoutfile.Name(name), ". ")
 	ext := filepath.Ext(name)
 	if len(ext) > maxExt || strings.ContainsRune(ext, ' ') || ext == name {
 		ext = ""
@@ -57,12 +47,11 @@ func Name(f core.File) string {
 	if ext == "" {
 		ext = extension(f.MIME)
 	}
-	for len(stem)+len(ext) > MaxName {
-		_, size := utf8.DecodeLastRuneInString(stem)
-		stem = stem[:len(stem)-size]
-	}
-	return strings.TrimRight(stem, ". ") + ext
+	return stem + ext
 }
+
+// maxExt is the longest extension Name treats as one.
+const maxExt = 16
 
 // common are the extensions of the media types agents send most, where
 // mime.ExtensionsByType's first answer is not the usual one (".jfif").

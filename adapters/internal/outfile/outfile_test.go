@@ -25,15 +25,15 @@ func TestName(t *testing.T) {
 		{`what?<>|*:".txt`, "", "what_______.txt"},
 		{"name. ", "", "name"},
 		{"data.tar.gz", "", "data.tar.gz"},
-		{long + ".txt", "", strings.Repeat("é", (MaxName-4)/2) + ".txt"},
+		{long + ".txt", "", strings.Repeat("é", (100-4)/2) + ".txt"},
 		{"x." + strings.Repeat("y", 40), "", "x." + strings.Repeat("y", 40)},
 	} {
 		got := Name(core.File{Name: tc.name, MIME: tc.mime})
 		if got != tc.want {
 			t.Errorf("Name(%q, %q) = %q, want %q", tc.name, tc.mime, got, tc.want)
 		}
-		if len(got) > MaxName {
-			t.Errorf("Name(%q) is %d bytes, over %d", tc.name, len(got), MaxName)
+		if len(got) > 100+maxExt {
+			t.Errorf("Name(%q) is %d bytes, over %d", tc.name, len(got), 100+maxExt)
 		}
 	}
 }
