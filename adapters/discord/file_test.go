@@ -3,25 +3,14 @@ package discord
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge/adapters/discord/discordtest"
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/platformtest"
 )
-
-// spooled writes data where core would spool it and returns the File.
-func spooled(t *testing.T, name, mime, kind string, data []byte) core.File {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "spool")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return core.File{Name: name, MIME: mime, Kind: kind, Size: int64(len(data)), Path: path}
-}
 
 // A file is a message with the file attached, in the thread, replying to
 // the user's message where text replies do, between the texts around it,
@@ -40,7 +29,7 @@ func TestSendFileInThreadAsReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := []byte("\x89PNG\r\n\x1a\nnot really")
-	f := spooled(t, "chart", "image/png", "image", data)
+	f := platformtest.Spool(t, "chart", "image/png", "image", data)
 	f.Caption = "@everyone *the* chart"
 	f.ReplyTo = "M2"
 	ref, err := h.a.SendFile(t.Context(), thread, f)
@@ -89,7 +78,7 @@ func TestSendFileRateLimitedThenSent(t *testing.T) {
 	}
 	conv := core.ConversationKey{Platform: Name, Workspace: "G1", Channel: "C1"}
 	fake.RateLimitNext("POST", "C1", 1, time.Second)
-	f := spooled(t, "notes.txt", "text/plain", "file", []byte("notes"))
+	f := platformtest.Spool(t, "notes.txt", "text/plain", "file", []byte("notes"))
 	_, err = a.SendFile(t.Context(), conv, f)
 	if ra, ok := core.RetryAfter(err); !ok || ra < time.Second {
 		t.Fatalf("SendFile answered 429 = %v, want a rate limit of 1 s", err)
@@ -124,7 +113,7 @@ func TestSendFileOverDiscordLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	conv := core.ConversationKey{Platform: Name, Workspace: "G1", Channel: "C1"}
-	_, err = a.SendFile(t.Context(), conv, spooled(t, "big.bin", "", "file", make([]byte, 2000)))
+	_, err = a.SendFile(t.Context(), conv, platformtest.Spool(t, "big.bin", "", "file", make([]byte, 2000)))
 	if err == nil || !strings.Contains(err.Error(), "40005") || !strings.Contains(err.Error(), "10 MiB") {
 		t.Errorf("SendFile over the fake's limit = %v, want Discord's 40005 naming the 10 MiB limit", err)
 	}

@@ -3,8 +3,6 @@ package slack_test
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,17 +10,8 @@ import (
 	"github.com/agentbridge/agentbridge/adapters/slack"
 	"github.com/agentbridge/agentbridge/adapters/slack/slacktest"
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/platformtest"
 )
-
-// spooled writes data where core would spool it and returns the File.
-func spooled(t *testing.T, name, mime, kind string, data []byte) core.File {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "spool")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return core.File{Name: name, MIME: mime, Kind: kind, Size: int64(len(data)), Path: path}
-}
 
 func newFileAdapter(t *testing.T, opts slacktest.Options) (*slacktest.Server, *slack.Adapter) {
 	t.Helper()
@@ -45,7 +34,7 @@ func TestSendFileIntoThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := []byte("\x89PNG\r\n\x1a\nnot really")
-	f := spooled(t, "chart.png", "image/png", "image", data)
+	f := platformtest.Spool(t, "chart.png", "image/png", "image", data)
 	f.Caption = "<!channel> chart & more"
 	ref, err := a.SendFile(t.Context(), conv, f)
 	if err != nil {
@@ -86,7 +75,7 @@ func TestSendFileRateLimitedThenSent(t *testing.T) {
 	fake, a := newFileAdapter(t, slacktest.Options{})
 	conv := core.ConversationKey{Platform: "slack", Workspace: "T1", Channel: "C1"}
 	fake.Fail("files.getUploadURLExternal", slacktest.Failure{Status: 429, RetryAfter: 1, Error: "ratelimited"})
-	f := spooled(t, "notes.txt", "text/plain", "file", []byte("notes"))
+	f := platformtest.Spool(t, "notes.txt", "text/plain", "file", []byte("notes"))
 	_, err := a.SendFile(t.Context(), conv, f)
 	if ra, ok := core.RetryAfter(err); !ok || ra < time.Second {
 		t.Fatalf("SendFile answered 429 = %v, want a rate limit of 1 s", err)
@@ -110,12 +99,12 @@ func TestSendFileRefused(t *testing.T) {
 	t.Parallel()
 	fake, a := newFileAdapter(t, slacktest.Options{MaxUpload: 100})
 	conv := core.ConversationKey{Platform: "slack", Workspace: "T1", Channel: "C1"}
-	_, err := a.SendFile(t.Context(), conv, spooled(t, "big.bin", "", "file", make([]byte, 200)))
+	_, err := a.SendFile(t.Context(), conv, platformtest.Spool(t, "big.bin", "", "file", make([]byte, 200)))
 	var rl *core.RateLimitError
 	if err == nil || errors.As(err, &rl) || !strings.Contains(err.Error(), "big.bin") || !strings.Contains(err.Error(), "invalid_arguments") {
 		t.Errorf("SendFile over the fake's limit = %v, want Slack's refusal naming the file", err)
 	}
-	if _, err := a.SendFile(t.Context(), conv, spooled(t, "empty.txt", "", "file", nil)); err == nil || !strings.Contains(err.Error(), "empty") {
+	if _, err := a.SendFile(t.Context(), conv, platformtest.Spool(t, "empty.txt", "", "file", nil)); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("SendFile of an empty file = %v, want a refusal", err)
 	}
 	if n := len(fake.Files()); n != 0 {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"image"
 	"image/png"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"github.com/agentbridge/agentbridge/adapters/telegram"
 	"github.com/agentbridge/agentbridge/adapters/telegram/telegramtest"
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/platformtest"
 )
 
 // pngFile writes a w×h PNG and returns it as a core.File.
@@ -24,17 +23,7 @@ func pngFile(t *testing.T, name string, w, h int) core.File {
 	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
 		t.Fatal(err)
 	}
-	return spooled(t, name, "image/png", "image", b.Bytes())
-}
-
-// spooled writes data where core would spool it and returns the File.
-func spooled(t *testing.T, name, mime, kind string, data []byte) core.File {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "spool")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return core.File{Name: name, MIME: mime, Kind: kind, Size: int64(len(data)), Path: path}
+	return platformtest.Spool(t, name, "image/png", "image", b.Bytes())
 }
 
 // fileMessage returns the fake's message for ref, which must be a file.
@@ -52,6 +41,10 @@ func fileMessage(t *testing.T, fake *telegramtest.Server, chat int64, ref core.M
 func TestSendFilePhotoAndDocument(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
+	// Four uploads in a row: the adapter paces them, but a first call
+	// arriving late on a loaded machine would crowd the fake's one-second
+	// window (flood limits are tested elsewhere).
+	e.fake.SetLimits(telegramtest.Limits{})
 	conv := core.ConversationKey{Platform: "telegram", Channel: "1001"}
 
 	photo := pngFile(t, "chart.png", 64, 32)
@@ -66,7 +59,7 @@ func TestSendFilePhotoAndDocument(t *testing.T) {
 	}
 
 	data := []byte("# notes\n")
-	doc := spooled(t, "../notes.md", "text/markdown", "file", data)
+	doc := platformtest.Spool(t, "../notes.md", "text/markdown", "file", data)
 	ref, err = e.ad.SendFile(t.Context(), conv, doc)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +84,7 @@ func TestSendFilePhotoAndDocument(t *testing.T) {
 	}
 
 	// A long caption is cut to Telegram's 1024 characters.
-	long := spooled(t, "a.txt", "text/plain", "file", []byte("a"))
+	long := platformtest.Spool(t, "a.txt", "text/plain", "file", []byte("a"))
 	long.Caption = strings.Repeat("é", 2000)
 	ref, err = e.ad.SendFile(t.Context(), conv, long)
 	if err != nil {
@@ -132,7 +125,7 @@ func TestSendFileInTopicQuotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := spooled(t, "report.pdf", "application/pdf", "file", []byte("%PDF-1.4"))
+	f := platformtest.Spool(t, "report.pdf", "application/pdf", "file", []byte("%PDF-1.4"))
 	f.ReplyTo = strconv.Itoa(group) + ":55"
 	ref, err := e.ad.SendFile(t.Context(), conv, f)
 	if err != nil {
@@ -176,7 +169,7 @@ func TestSendFileRateLimitedThenSent(t *testing.T) {
 	e := newEnv(t, nil)
 	conv := core.ConversationKey{Platform: "telegram", Channel: "1001"}
 	e.fake.Fail("sendDocument", telegramtest.RateLimit(1))
-	f := spooled(t, "notes.txt", "text/plain", "file", []byte("notes"))
+	f := platformtest.Spool(t, "notes.txt", "text/plain", "file", []byte("notes"))
 	_, err := e.ad.SendFile(t.Context(), conv, f)
 	ra, limited := core.RetryAfter(err)
 	if !limited || ra < time.Second {
@@ -204,7 +197,7 @@ func TestSendFileOverTelegramLimit(t *testing.T) {
 	e := newEnv(t, nil)
 	conv := core.ConversationKey{Platform: "telegram", Channel: "1001"}
 	e.fake.SetMaxUpload(1000)
-	_, err := e.ad.SendFile(t.Context(), conv, spooled(t, "big.bin", "application/octet-stream", "file", make([]byte, 2000)))
+	_, err := e.ad.SendFile(t.Context(), conv, platformtest.Spool(t, "big.bin", "application/octet-stream", "file", make([]byte, 2000)))
 	if err == nil || !strings.Contains(err.Error(), "Request Entity Too Large") || !strings.Contains(err.Error(), "50 MB") {
 		t.Errorf("SendFile over the fake's limit = %v, want Telegram's 413 naming the 50 MB limit", err)
 	}

@@ -192,14 +192,6 @@ func TestPlatform(t *testing.T, p core.Platform, h Hooks) {
 		})
 		return ref, err
 	}
-	writeFile := func(t *testing.T, data []byte) string {
-		t.Helper()
-		path := filepath.Join(t.TempDir(), "spooled")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
 
 	t.Run("a file goes between the texts sent around it", func(t *testing.T) {
 		if !files {
@@ -207,7 +199,7 @@ func TestPlatform(t *testing.T, p core.Platform, h Hooks) {
 		}
 		data := []byte("contract: the file's bytes\n")
 		before := send(t, "contract: before the file")
-		ref, err := sendFile(core.File{Name: "notes.txt", MIME: "text/plain", Kind: "file", Size: int64(len(data)), Path: writeFile(t, data)})
+		ref, err := sendFile(Spool(t, "notes.txt", "text/plain", "file", data))
 		if err != nil {
 			t.Fatalf("SendFile: %v", err)
 		}
@@ -232,7 +224,7 @@ func TestPlatform(t *testing.T, p core.Platform, h Hooks) {
 		}
 		data := []byte("contract: hostile name")
 		hostile := "../../.ssh/\x1b[2J..evil\u202egpj.\x00" + strings.Repeat("x", 300) + ".txt"
-		ref, err := sendFile(core.File{Name: hostile, MIME: "text/plain", Kind: "file", Size: int64(len(data)), Path: writeFile(t, data)})
+		ref, err := sendFile(Spool(t, hostile, "text/plain", "file", data))
 		if err != nil {
 			t.Fatalf("SendFile: %v", err)
 		}
@@ -258,16 +250,16 @@ func TestPlatform(t *testing.T, p core.Platform, h Hooks) {
 			t.Fatalf("Limits().MaxFileBytes = %d, want the platform's upload limit", max)
 		}
 		// A sparse file: the size is real, the disk is not spent.
-		path := writeFile(t, nil)
-		if err := os.Truncate(path, max+1); err != nil {
+		f := Spool(t, "big.bin", "application/octet-stream", "file", nil)
+		if err := os.Truncate(f.Path, max+1); err != nil {
 			t.Fatal(err)
 		}
+		f.Size = 10 // understated: the adapter must look at Path itself
 		var before int
 		if h.Requests != nil {
 			before = h.Requests()
 		}
-		// Size understates the file: the adapter must look at Path itself.
-		_, err := fs.SendFile(ctx, h.Conv, core.File{Name: "big.bin", MIME: "application/octet-stream", Kind: "file", Size: 10, Path: path})
+		_, err := fs.SendFile(ctx, h.Conv, f)
 		if err == nil {
 			t.Fatalf("SendFile of %d bytes (limit %d) succeeded", max+1, max)
 		}
@@ -286,7 +278,7 @@ func TestPlatform(t *testing.T, p core.Platform, h Hooks) {
 		const retryAfter = time.Second
 		h.RateLimitFile(retryAfter)
 		data := []byte("contract: refused file")
-		_, err := sendFile(core.File{Name: "refused.txt", MIME: "text/plain", Kind: "file", Size: int64(len(data)), Path: writeFile(t, data)})
+		_, err := sendFile(Spool(t, "refused.txt", "text/plain", "file", data))
 		var rl *core.RateLimitError
 		if !errors.As(err, &rl) {
 			t.Fatalf("SendFile answered 429 = %v, want a *core.RateLimitError", err)
@@ -318,4 +310,15 @@ func TestPlatform(t *testing.T, p core.Platform, h Hooks) {
 			t.Error("the platform's refusal is marked as the adapter's own budget's turn (Turn)")
 		}
 	})
+}
+
+// Spool writes data to a file of its own, as core spools a file an agent
+// sends, and returns the core.File for it.
+func Spool(t testing.TB, name, mime, kind string, data []byte) core.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "spooled")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return core.File{Name: name, MIME: mime, Kind: kind, Size: int64(len(data)), Path: path}
 }

@@ -538,19 +538,27 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, desc)
 		return
 	}
-	thread, _ := strconv.Atoi(r.Form.Get("message_thread_id"))
+	s.post(w, r, chat, &Message{ChatID: chatID, Text: text, ParseMode: mode, Markup: markup(r.Form)})
+}
+
+// post stores m as a new message of chat, in the topic and quoting the
+// message the request's form names, and answers with it.
+func (s *Server) post(w http.ResponseWriter, r *http.Request, chat string, m *Message) {
+	m.ThreadID, _ = strconv.Atoi(r.Form.Get("message_thread_id"))
 	replyTo, desc := replyTarget(r.Form)
 	if desc != "" {
 		badRequest(w, desc)
 		return
 	}
+	m.ReplyTo = replyTo
 	s.mu.Lock()
 	s.nextMsg++
-	m := &Message{ChatID: chatID, ID: s.nextMsg, ThreadID: thread, Text: text, ParseMode: mode, Markup: markup(r.Form), ReplyTo: replyTo, Sent: time.Now()}
+	m.ID, m.Sent = s.nextMsg, time.Now()
 	s.msgs[key(chat, m.ID)] = m
 	s.notifyLocked()
+	res := messageJSON(m)
 	s.mu.Unlock()
-	ok(w, messageJSON(m))
+	ok(w, res)
 }
 
 // sendFile takes an upload: the file in the method's field, a caption of
@@ -604,19 +612,7 @@ func (s *Server) sendFile(w http.ResponseWriter, r *http.Request, method string)
 		}
 		f.Width, f.Height = cfg.Width, cfg.Height
 	}
-	thread, _ := strconv.Atoi(r.Form.Get("message_thread_id"))
-	replyTo, desc := replyTarget(r.Form)
-	if desc != "" {
-		badRequest(w, desc)
-		return
-	}
-	s.mu.Lock()
-	s.nextMsg++
-	m := &Message{ChatID: chatID, ID: s.nextMsg, ThreadID: thread, ReplyTo: replyTo, Sent: time.Now(), File: f}
-	s.msgs[key(chat, m.ID)] = m
-	s.notifyLocked()
-	s.mu.Unlock()
-	ok(w, messageJSON(m))
+	s.post(w, r, chat, &Message{ChatID: chatID, File: f})
 }
 
 // Files returns the files the bot has uploaded to chatID, oldest first.
