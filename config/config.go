@@ -100,6 +100,9 @@ type Route struct {
 	Profiles []string
 	// Limits override the platform's, field by field, where set.
 	Limits Limits
+	// Transcribe, when written, replaces the platform's for the route's
+	// conversations.
+	Transcribe Transcribe
 }
 
 // Limits are optional per-user budgets; zero fields are off.
@@ -230,6 +233,8 @@ type Platform struct {
 	Profiles []string
 	// Limits are per-user budgets in the platform's conversations.
 	Limits Limits
+	// Transcribe says how voice notes become text; off unless written.
+	Transcribe Transcribe
 	Access
 }
 

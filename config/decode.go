@@ -249,6 +249,7 @@ func (d *decoder) platformFields(p *Platform) []field {
 		{"allow_chats", d.list(&p.AllowChats)},
 		{"approvers", d.list(&p.Approvers)},
 		{"profiles", d.list(&p.Profiles)},
+		{"transcribe", d.transcribe(&p.Transcribe)},
 	}, d.limitFields(&p.Limits)...)
 }
 
@@ -664,6 +665,7 @@ func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
 			{"channel", d.str(&rt.Channel)},
 			{"profile", d.str(&rt.Profile)},
 			{"profiles", d.list(&rt.Profiles)},
+			{"transcribe", d.transcribe(&rt.Transcribe)},
 		}, d.limitFields(&rt.Limits)...)
 	})
 }

@@ -64,7 +64,13 @@ func (d *decoder) validate(c *Config, dir string) {
 	}
 	d.validateTrigger(c)
 
+	for i, r := range c.Routes {
+		d.validateTranscribe(fmt.Sprintf("routes[%d].transcribe", i), r.Transcribe)
+	}
 	for _, a := range c.Accounts {
+		if a.Enabled() {
+			d.validateTranscribe(a.Name+".transcribe", a.Section.Shared().Transcribe)
+		}
 		d.validatePlatform(a.Name, a.Section.Shared())
 		if a.Enabled() {
 			a.Section.Check(&Checker{d: d, kind: a.Kind.Name, section: a.Name})

@@ -21,6 +21,10 @@ type Attachment struct {
 	MIME   string // media type, if the platform said
 	Size   int64  // bytes, if the platform said; 0 when unknown
 	Source string // adapter-private download handle
+	// Duration is how long an audio or video plays, if the platform said;
+	// 0 when unknown. Core checks a voice note against its limits with it
+	// before downloading anything.
+	Duration time.Duration
 }
 
 // Message is one incoming chat message, normalized by an adapter.

@@ -14,6 +14,7 @@ import (
 	"github.com/agentbridge/agentbridge/daemon/metrics"
 	"github.com/agentbridge/agentbridge/daemon/schedule"
 	"github.com/agentbridge/agentbridge/profiles"
+	"github.com/agentbridge/agentbridge/transcribe"
 )
 
 // reloader re-reads the config on each hangup and applies what can change
@@ -101,6 +102,7 @@ func EngineSettings(cfg *config.Config, profs map[string]*agentproc.Profile) *en
 		DefaultProfile: cfg.DefaultProfile,
 		Route:          func(conv core.ConversationKey) string { return cfg.ProfileFor(conv) },
 		Choices:        cfg.ProfileChoices,
+		Voice:          func(conv core.ConversationKey) engine.Voice { return voice(cfg.TranscribeFor(conv)) },
 		Limits: func(conv core.ConversationKey) engine.Limits {
 			l := cfg.LimitsFor(conv)
 			return engine.Limits{TurnsPerHour: l.TurnsPerHour, CostPerDayUSD: l.CostPerDayUSD, ReplyBytes: l.ReplyBytes}
@@ -118,4 +120,19 @@ func EngineSettings(cfg *config.Config, profs map[string]*agentproc.Profile) *en
 			MinEditInterval:  cfg.Presenter.MinEditInterval,
 		},
 	}
+}
+
+// voice is the engine's Voice for a transcribe section: its engine (none
+// when it is off) and its limits.
+func voice(t config.Transcribe) engine.Voice {
+	if !t.On() {
+		return engine.Voice{}
+	}
+	v := engine.Voice{Timeout: t.Timeout, MaxDuration: t.MaxDuration, MaxBytes: t.MaxBytes}
+	if len(t.Command) > 0 {
+		v.Transcriber = &transcribe.Command{Argv: t.Command}
+	} else {
+		v.Transcriber = &transcribe.OpenAI{URL: t.APIURL, Model: t.Model, Key: t.APIKey, Language: t.Language}
+	}
+	return v
 }

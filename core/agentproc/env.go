@@ -19,6 +19,19 @@ var infraVars = []string{
 	"LC_MESSAGES", "TERM", "TMPDIR", "TZ", "PWD",
 }
 
+// InfraEnv returns the infra set of environ (KEY=VALUE pairs): what the
+// bridge hands a helper program of its own (a transcription command) so
+// that it gets no more of the bridge's secrets than an agent does.
+func InfraEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if k, _, ok := strings.Cut(kv, "="); ok && slices.Contains(infraVars, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // placeholders holds the values of {{PROFILE_DIR}}, {{SESSION_ID}} and
 // {{SESSION_NAME}} for one turn (F-PH-1), and of this bridge's one
 // extension, {{AGENTBRIDGE_CONVERSATION_ID}} (spec/protocol.md). Any other

@@ -17,23 +17,26 @@ import (
 // URLs, and removed when the turn ends.
 
 // download fetches the message's attachments into a fresh directory and
-// returns them as file:// URLs, with a note for each one it could not use.
+// returns them as file:// URLs, with a note for each one it could not use,
+// and the local path of each attachment of the message ("" for one not
+// downloaded).
 // The directory and files are the bridge's alone (0700, 0600), given to the
 // profile's user when it has one, so that its agent can read them.
-func (e *Engine) download(ctx context.Context, t *turn, prof *agentproc.Profile, maxBytes int64) (atts []agentproc.Attachment, notes []string, dir string) {
+func (e *Engine) download(ctx context.Context, t *turn, prof *agentproc.Profile, maxBytes int64) (atts []agentproc.Attachment, notes []string, dir string, paths []string) {
 	if len(t.msg.Attachments) == 0 {
-		return nil, nil, ""
+		return nil, nil, "", nil
 	}
+	paths = make([]string, len(t.msg.Attachments))
 	dl, ok := t.plat.(core.Downloader)
 	if !ok {
-		return nil, []string{"attachments are not supported on this platform yet; they were not passed to the agent"}, ""
+		return nil, []string{"attachments are not supported on this platform yet; they were not passed to the agent"}, "", paths
 	}
 	dir, err := os.MkdirTemp(e.opts.TempDir, "agentbridge-turn-")
 	if err == nil {
 		err = prof.Own(dir)
 	}
 	if err != nil {
-		return nil, []string{"could not store attachments: " + err.Error()}, dir
+		return nil, []string{"could not store attachments: " + err.Error()}, dir, paths
 	}
 	for i, a := range t.msg.Attachments {
 		name := safeName(a.Name, i)
@@ -50,6 +53,7 @@ func (e *Engine) download(ctx context.Context, t *turn, prof *agentproc.Profile,
 			notes = append(notes, fmt.Sprintf("could not download %s: %v", name, err))
 			continue
 		}
+		paths[i] = path
 		kind := a.Kind
 		if kind == "" {
 			kind = "file"
@@ -60,7 +64,7 @@ func (e *Engine) download(ctx context.Context, t *turn, prof *agentproc.Profile,
 			Name: a.Name, MIME: a.MIME, Size: size,
 		})
 	}
-	return atts, notes, dir
+	return atts, notes, dir, paths
 }
 
 func fetch(ctx context.Context, dl core.Downloader, a core.Attachment, path string, maxBytes int64) (int64, error) {

@@ -347,7 +347,11 @@ func activity(r lane.Running, running bool, queued int, t *turn) (string, int) {
 	case running && t != nil:
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		return fmt.Sprintf("▶ Running for %s (profile %s, session %s).", time.Since(r.Started).Round(time.Second), t.profileName, t.sessionName), queued
+		line := fmt.Sprintf("▶ Running for %s (profile %s, session %s).", time.Since(r.Started).Round(time.Second), t.profileName, t.sessionName)
+		if t.transcribing {
+			line += " 🎤 Transcribing a voice note."
+		}
+		return line, queued
 	case running && !strings.HasPrefix(r.ID, laneCommandJob):
 		return "▶ Starting a turn.", queued
 	case !running && queued > 0:

@@ -53,7 +53,10 @@ type Settings struct {
 	Limits func(core.ConversationKey) Limits
 	// Choices returns the profiles /agent offers in a conversation besides
 	// the route's; nil offers none.
-	Choices    func(core.ConversationKey) []string
+	Choices func(core.ConversationKey) []string
+	// Voice says how a conversation's voice notes are transcribed; nil
+	// (or a Voice with no Transcriber) leaves audio untranscribed.
+	Voice      func(core.ConversationKey) Voice
 	QueueDepth int           // queued turns per conversation; default 5
 	DedupTTL   time.Duration // default 24h
 	// IdleTimeout stops a turn whose agent has sent no event for this long,

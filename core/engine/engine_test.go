@@ -80,6 +80,12 @@ func newHarness(t *testing.T, dbPath string, tweak func(*engine.Settings)) *harn
 // Recover: what a previous bridge left on the chat.
 func newSeededHarness(t *testing.T, dbPath string, tweak func(*engine.Settings), seed func(*platformtest.Platform)) *harness {
 	t.Helper()
+	return buildHarness(t, dbPath, tweak, seed, nil)
+}
+
+// buildHarness is newSeededHarness with options tweaked by opts, when set.
+func buildHarness(t *testing.T, dbPath string, tweak func(*engine.Settings), seed func(*platformtest.Platform), opts func(*engine.Options)) *harness {
+	t.Helper()
 	if dbPath == "" {
 		dbPath = filepath.Join(t.TempDir(), "bridge.db")
 	}
@@ -99,7 +105,11 @@ func newSeededHarness(t *testing.T, dbPath string, tweak func(*engine.Settings),
 	if seed != nil {
 		seed(h.plat)
 	}
-	h.eng = engine.New(st, s, engine.Options{TempDir: t.TempDir(), Log: slog.New(logHandler{keys: h.logs})})
+	o := engine.Options{TempDir: t.TempDir(), Log: slog.New(logHandler{keys: h.logs})}
+	if opts != nil {
+		opts(&o)
+	}
+	h.eng = engine.New(st, s, o)
 	handler := h.eng.Handler(h.plat)
 	h.handler = handler
 	if err := h.eng.Recover(t.Context()); err != nil {

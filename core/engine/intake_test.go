@@ -41,6 +41,7 @@ func (*counts) Permission(string, string)                          {}
 func (*counts) Submitted(string, string, string)                   {}
 func (*counts) ReplyLost(string)                                   {}
 func (*counts) TurnWaiting(string, int)                            {}
+func (*counts) Transcribed(string, string, time.Duration)          {}
 
 // A flood into a busy conversation gets its queue, then one busy notice per
 // burst; a new burst (after the queue took a message again) gets another.

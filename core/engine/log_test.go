@@ -21,6 +21,8 @@ type logKeys struct {
 type logRecord struct {
 	msg  string
 	keys []string
+	vals []string // the record's own attributes' values
+	lvl  slog.Level
 }
 
 func (l *logKeys) records() []logRecord {
@@ -39,12 +41,14 @@ func (h logHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h logHandler) Handle(_ context.Context, r slog.Record) error {
 	keys := slices.Clone(h.with)
+	var vals []string
 	r.Attrs(func(a slog.Attr) bool {
 		keys = append(keys, a.Key)
+		vals = append(vals, a.Value.Resolve().String())
 		return true
 	})
 	h.keys.mu.Lock()
-	h.keys.recs = append(h.keys.recs, logRecord{msg: r.Message, keys: keys})
+	h.keys.recs = append(h.keys.recs, logRecord{msg: r.Message, keys: keys, vals: vals, lvl: r.Level})
 	h.keys.mu.Unlock()
 	return nil
 }

@@ -25,6 +25,10 @@ type Observer interface {
 	// origin is OriginSchedule or OriginTrigger, result a TurnResults or
 	// SubmitResults value.
 	Submitted(platform, origin, result string)
+	// Transcribed counts a voice note the engine was to transcribe, by
+	// result (TranscribeResults), with how long the engine took (0 when
+	// it was not run: too_long, too_big).
+	Transcribed(platform, result string, d time.Duration)
 }
 
 // The results Observer methods are called with, listed so a metrics
@@ -34,6 +38,7 @@ var (
 	MessageResults    = []string{"turn", "command", "duplicate", "denied", "busy", "overflow", "draining", "limited"}
 	TurnResults       = []string{"ok", "error", "timeout", "stopped", "start_failed"}
 	PermissionResults = []string{"allowed", "denied", "timeout", "turn_ended", "auto_allowed"}
+	TranscribeResults = []string{"ok", "failed", "timeout", "too_long", "too_big"}
 )
 
 // nopObserver is the Observer used when none is given.
@@ -46,3 +51,4 @@ func (nopObserver) Permission(string, string)                          {}
 func (nopObserver) ReplyLost(string)                                   {}
 func (nopObserver) TurnWaiting(string, int)                            {}
 func (nopObserver) Submitted(string, string, string)                   {}
+func (nopObserver) Transcribed(string, string, time.Duration)          {}

@@ -28,10 +28,11 @@ type turn struct {
 	sub      *submitted // set for a turn nobody typed (Submit)
 
 	// Set when the turn starts running, read by /status.
-	mu          sync.Mutex
-	profileName string
-	sessionName string
-	slot        *slotWait // while it waits for an agent slot
+	mu           sync.Mutex
+	profileName  string
+	sessionName  string
+	slot         *slotWait // while it waits for an agent slot
+	transcribing bool      // while a voice note is transcribed
 
 	// Set when the turn starts running, before its agent.
 	journal *turnJournal
@@ -296,6 +297,7 @@ type turnRun struct {
 
 	profileName, sessName string
 	prof                  *agentproc.Profile
+	text                  string // the agent's message: the text, and what voice notes said
 	saver                 *sessionSaver
 	pres                  *stream.Presenter
 	atts                  []agentproc.Attachment
@@ -351,6 +353,16 @@ func (r *turnRun) prepare(ctx context.Context) bool {
 	// turn goes, from its own goroutine, so no disk sync delays the agent.
 	t.journal = startJournal(ctx, e.store, r.log, t.entry())
 	r.undo = append(r.undo, t.journal.close)
+	// Attachments come before the reply starts, so what a voice note was
+	// heard to say shows above the answer (its placeholder included).
+	voice := s.voice(m.Conv)
+	heard := r.voiceNotes(ctx, voice)
+	atts, notes, dir, paths := e.download(ctx, t, prof, s.platform(t.plat.Name()).MaxFileBytes)
+	if dir != "" {
+		r.undo = append(r.undo, func() { os.RemoveAll(dir) })
+	}
+	r.text = r.hear(ctx, voice, heard, paths)
+
 	ps := s.Presenter
 	r.pres = stream.Start(r.pctx, t.plat, m.Conv, stream.Options{
 		PlaceholderDelay: ps.PlaceholderDelay,
@@ -361,15 +373,10 @@ func (r *turnRun) prepare(ctx context.Context) bool {
 		OnShow:           t.journal.reply,
 	})
 	t.pres = r.pres
-
-	atts, notes, dir := e.download(ctx, t, prof, s.platform(t.plat.Name()).MaxFileBytes)
-	if dir != "" {
-		r.undo = append(r.undo, func() { os.RemoveAll(dir) })
-	}
 	for _, n := range notes {
 		r.pres.Partial(core.RoleOutput, "⚠️ "+n+"\n\n")
 	}
-	if m.Text == "" && len(atts) == 0 {
+	if r.text == "" && len(atts) == 0 {
 		finish(r.log, r.pres, stream.Final{Notice: "Nothing to send to the agent: the message had no text and no attachment it could use."})
 		return false
 	}
@@ -403,7 +410,7 @@ func (r *turnRun) agent(ctx context.Context) (agentproc.Outcome, error) {
 	r.idle = watchIdle(r.s.IdleTimeout, stopRun)
 	r.undo = append(r.undo, func() { stopRun(nil) }, r.idle.close)
 	return agentproc.Run(runCtx, r.prof, agentproc.Turn{
-		Message:        m.Text,
+		Message:        r.text,
 		SessionID:      r.saver.known,
 		SessionName:    r.sessName,
 		ConversationID: t.key.Slug(), // the lane's key: one workspace per session scope

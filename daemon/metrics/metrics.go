@@ -29,6 +29,8 @@ type Metrics struct {
 	lost       *family
 	submitted  *family
 	waiting    *family
+	heard      *family
+	hearing    *family
 }
 
 var _ engine.Observer = (*Metrics)(nil)
@@ -38,6 +40,9 @@ func New() *Metrics {
 	duration := newFamily(kindHistogram, "agentbridge_turn_duration_seconds",
 		"Wall time of agent processes.", "platform", "profile")
 	duration.buckets = exponentialBuckets(0.1, 2.5, 10) // 0.1 s to ~6 min
+	hearing := newFamily(kindHistogram, "agentbridge_transcription_duration_seconds",
+		"Wall time of voice note transcriptions the engine ran (ok, failed, timeout).", "platform")
+	hearing.buckets = exponentialBuckets(0.25, 2, 10) // 0.25 s to ~2 min
 	return &Metrics{
 		messages: newFamily(kindCounter, "agentbridge_messages_total",
 			"Incoming chat messages by what became of them (turn, command, duplicate, denied, busy, overflow, draining).",
@@ -58,6 +63,9 @@ func New() *Metrics {
 			"platform", "origin", "result"),
 		waiting: newFamily(kindGauge, "agentbridge_turns_waiting",
 			"Turns waiting for a free agent slot (max_concurrent_turns and its per-user share).", "platform"),
+		heard: newFamily(kindCounter, "agentbridge_transcriptions_total",
+			"Voice notes to transcribe, by result (ok, failed, timeout, too_long, too_big).", "platform", "result"),
+		hearing: hearing,
 	}
 }
 
@@ -75,6 +83,10 @@ func (m *Metrics) Known(platforms, profiles []string) {
 		}
 		m.lost.touch(p)
 		m.waiting.touch(p)
+		for _, r := range engine.TranscribeResults {
+			m.heard.touch(p, r)
+		}
+		m.hearing.touch(p)
 		for _, origin := range []string{engine.OriginSchedule, engine.OriginTrigger} {
 			for _, r := range slices.Concat(engine.TurnResults, engine.SubmitResults) {
 				m.submitted.touch(p, origin, r)
@@ -125,13 +137,22 @@ func (m *Metrics) TurnWaiting(platform string, delta int) {
 	m.waiting.add(float64(delta), platform)
 }
 
+// Transcribed implements engine.Observer; only transcriptions the engine
+// ran (it took time) go into the duration histogram.
+func (m *Metrics) Transcribed(platform, result string, d time.Duration) {
+	m.heard.add(1, platform, result)
+	if d > 0 {
+		m.hearing.observe(d.Seconds(), platform)
+	}
+}
+
 // Handler serves /metrics and /healthz.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		bw := bufio.NewWriter(w)
-		for _, f := range []*family{m.messages, m.turns, m.active, m.duration, m.permission, m.lost, m.submitted, m.waiting} {
+		for _, f := range []*family{m.messages, m.turns, m.active, m.duration, m.permission, m.lost, m.submitted, m.waiting, m.heard, m.hearing} {
 			f.write(bw)
 		}
 		writeRuntime(bw)

@@ -131,7 +131,11 @@ func TestKnownSeriesStartAtZero(t *testing.T) {
 				want = append(want, `agentbridge_submitted_turns_total{platform="`+p+`",origin="`+origin+`",result="`+r+`"} 0`)
 			}
 		}
+		for _, r := range engine.TranscribeResults {
+			want = append(want, `agentbridge_transcriptions_total{platform="`+p+`",result="`+r+`"} 0`)
+		}
 		want = append(want,
+			`agentbridge_transcription_duration_seconds_count{platform="`+p+`"} 0`,
 			`agentbridge_replies_lost_total{platform="`+p+`"} 0`,
 			`agentbridge_turns_waiting{platform="`+p+`"} 0`,
 			`agentbridge_turns_running{platform="`+p+`",profile="demo"} 0`,
@@ -155,5 +159,28 @@ func TestHealthz(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/healthz: %s", resp.Status)
+	}
+}
+
+// TestTranscriptionsCounted: each voice note counts by result; only the
+// ones the engine ran (it took time) go into the duration histogram.
+func TestTranscriptionsCounted(t *testing.T) {
+	m := metrics.New()
+	m.Known([]string{"telegram"}, nil)
+	m.Transcribed("telegram", "ok", 1500*time.Millisecond)
+	m.Transcribed("telegram", "timeout", 2*time.Minute)
+	m.Transcribed("telegram", "too_long", 0)
+	body := scrape(t, m)
+	for _, want := range []string{
+		`agentbridge_transcriptions_total{platform="telegram",result="ok"} 1`,
+		`agentbridge_transcriptions_total{platform="telegram",result="timeout"} 1`,
+		`agentbridge_transcriptions_total{platform="telegram",result="too_long"} 1`,
+		`agentbridge_transcriptions_total{platform="telegram",result="failed"} 0`,
+		`agentbridge_transcription_duration_seconds_count{platform="telegram"} 2`,
+		`agentbridge_transcription_duration_seconds_sum{platform="telegram"} 121.5`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
