@@ -191,6 +191,8 @@ type attRec struct {
 	MIME   string `json:"mime,omitempty"`
 	Size   int64  `json:"size,omitempty"`
 	Source string `json:"source,omitempty"`
+	// Duration is a voice note's length, for its transcription limit.
+	Duration time.Duration `json:"duration,omitempty"`
 }
 
 func toMessageRec(m core.Message) messageRec {
