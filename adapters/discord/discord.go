@@ -99,7 +99,10 @@ type Adapter struct {
 	// say): the channel's mentions share its conversation meanwhile, as
 	// before the option, instead of each starting a session of its own.
 	threadless *recent[time.Time]
-	botID      string
+	// handed maps the ids of messages handed to core to the conversation
+	// they went to, so an edit or a deletion goes to the same one.
+	handed *recent[core.ConversationKey]
+	botID  string
 
 	// conn is the gateway's current TCP connection, closed to abort a
 	// blocking Open when Run's context ends; once aborted, dial refuses new
@@ -156,6 +159,7 @@ func New(opts Options, log *slog.Logger) (*Adapter, error) {
 		info:       map[string]*discordgo.Channel{},
 		unopened:   newRecent[bool](maxUserMsgs),
 		threadless: newRecent[time.Time](maxUserMsgs),
+		handed:     newRecent[core.ConversationKey](maxUserMsgs),
 	}
 	sess.Client = client
 	sess.Dialer = &websocket.Dialer{
@@ -260,6 +264,8 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			}
 		}),
 		a.sess.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { in.message(m.Message) }),
+		a.sess.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageUpdate) { in.change(m.Message, false) }),
+		a.sess.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageDelete) { in.change(m.Message, true) }),
 		a.sess.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { in.interaction(i.Interaction) }),
 	}
 	defer func() {

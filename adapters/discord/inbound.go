@@ -48,6 +48,31 @@ func (in *inbound) message(m *discordgo.Message) {
 		return
 	}
 	in.a.noteUserMsg(m.ID, m.ChannelID)
+	in.a.handed.put(m.ID, msg.Conv)
+	in.h.HandleMessage(in.ctx, msg)
+}
+
+// change hands core an edit (MESSAGE_UPDATE) or the deletion
+// (MESSAGE_DELETE) of a message it was handed, on that message's
+// conversation (core.Message.Edits). An update that is not an edit (an
+// embed unfurled: no edited_timestamp) is not one.
+func (in *inbound) change(m *discordgo.Message, deleted bool) {
+	if m == nil || in.ctx.Err() != nil {
+		return
+	}
+	conv, ok := in.a.handed.get(m.ID)
+	if !ok {
+		return // never core's: its own, another bot's, chatter
+	}
+	msg := core.Message{Conv: conv, Edits: m.ID, Deleted: deleted}
+	if !deleted {
+		if m.EditedTimestamp == nil || m.Author == nil {
+			return
+		}
+		msg.From = core.User{ID: m.Author.ID, Name: displayName(m.Author, m.Member)}
+		msg.Text = stripMention(m.Content, in.a.botUser())
+		msg.Attachments = attachments(m)
+	}
 	in.h.HandleMessage(in.ctx, msg)
 }
 
@@ -183,6 +208,13 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 		Addressed: mentioned,
 		Accepted:  accepted,
 	}
+	msg.Attachments = attachments(m)
+	return msg, true
+}
+
+// attachments are m's files for core.
+func attachments(m *discordgo.Message) []core.Attachment {
+	var out []core.Attachment
 	for _, at := range m.Attachments {
 		if at == nil {
 			continue
@@ -191,11 +223,11 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 		if strings.HasPrefix(at.ContentType, "image/") {
 			kind = "image"
 		}
-		msg.Attachments = append(msg.Attachments, core.Attachment{
+		out = append(out, core.Attachment{
 			Kind: kind, Name: at.Filename, MIME: at.ContentType, Size: int64(at.Size), Source: at.URL,
 		})
 	}
-	return msg, true
+	return out
 }
 
 // conv returns the conversation key of a guild channel: a thread is keyed

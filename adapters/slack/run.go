@@ -154,8 +154,28 @@ func (a *Adapter) eventsAPI(ctx context.Context, h core.Handler, ea slackevents.
 	case *slackevents.MessageEvent:
 		switch ev.SubType {
 		case "", "file_share", "thread_broadcast":
+		case "message_changed", "message_deleted":
+			// The message as it now reads, or as it read before it went:
+			// core applies it to a queued turn (core.Message.Edits).
+			msg := ev.Message
+			if ev.SubType == "message_deleted" {
+				msg = ev.PreviousMessage
+			}
+			if msg == nil {
+				return
+			}
+			in = inbound{team: team, user: msg.User, botID: msg.BotID, text: msg.Text, ts: msg.Timestamp,
+				thread: msg.ThreadTimestamp, channel: ev.Channel, channelType: ev.ChannelType, files: msg.Files,
+				edit: true, deleted: ev.SubType == "message_deleted"}
+			if in.deleted && ev.DeletedTimeStamp != "" {
+				in.ts = ev.DeletedTimeStamp
+			}
+			if m, ok := a.normalize(ctx, in); ok {
+				h.HandleMessage(ctx, m)
+			}
+			return
 		default:
-			return // edits, deletions, joins, the bot's own bot_message…
+			return // joins, the bot's own bot_message…
 		}
 		in = inbound{team: team, user: ev.User, botID: ev.BotID, text: ev.Text, ts: ev.TimeStamp,
 			thread: ev.ThreadTimeStamp, channel: ev.Channel, channelType: ev.ChannelType}
@@ -183,6 +203,10 @@ type inbound struct {
 	team, user, botID, text, ts, thread, channel, channelType string
 	files                                                     []slackapi.File
 	mention, fromBot                                          bool
+	// edit and deleted mark a change to the message ts (message_changed,
+	// message_deleted): normalized to core.Message.Edits, with none of a
+	// new message's effects.
+	edit, deleted bool
 }
 
 // mentionRE matches a user mention, <@U123> or <@U123|name>. Compiled on
@@ -254,6 +278,10 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 		}
 		m.Attachments = append(m.Attachments, core.Attachment{Kind: kind, Name: f.Name, MIME: f.Mimetype,
 			Size: int64(f.Size), Source: f.ID})
+	}
+	if in.edit {
+		m.Edits, m.Deleted, m.ID = m.ID, in.deleted, ""
+		return m, true
 	}
 	// Answers meant for the author alone (a refusal) are ephemeral.
 	m.Reply = a.privateReply(ctx, conv, m.From)

@@ -173,16 +173,22 @@ type threadInfo struct {
 type updateExtra struct {
 	UpdateID      int         `json:"update_id"`
 	Message       *threadInfo `json:"message"`
+	EditedMessage *threadInfo `json:"edited_message"`
 	CallbackQuery *struct {
 		Message *threadInfo `json:"message"`
 	} `json:"callback_query"`
 }
 
+// allowedUpdates are the updates the bot asks Telegram for: messages,
+// their edits (core applies one to a message still queued) and button
+// presses. Telegram tells bots nothing of deleted messages.
+const allowedUpdates = `["message","edited_message","callback_query"]`
+
 func (a *Adapter) getUpdates(ctx context.Context, offset int) ([]update, error) {
 	params := tgbotapi.Params{
 		"timeout":         strconv.Itoa(int(a.opts.PollTimeout / time.Second)),
 		"limit":           "100",
-		"allowed_updates": `["message","callback_query"]`,
+		"allowed_updates": allowedUpdates,
 	}
 	if offset != 0 {
 		params["offset"] = strconv.Itoa(offset)
@@ -211,6 +217,8 @@ func decodeUpdates(raw json.RawMessage) ([]update, error) {
 		switch e := extra[i]; {
 		case e.Message != nil:
 			out[i].thread = *e.Message
+		case e.EditedMessage != nil:
+			out[i].thread = *e.EditedMessage
 		case e.CallbackQuery != nil && e.CallbackQuery.Message != nil:
 			out[i].thread = *e.CallbackQuery.Message
 		}
@@ -232,6 +240,13 @@ func (a *Adapter) handle(ctx context.Context, h core.Handler, u update) {
 	switch {
 	case u.Message != nil:
 		if m, ok := a.normalize(u.Message, u.thread); ok {
+			h.HandleMessage(ctx, m)
+		}
+	case u.EditedMessage != nil:
+		// The message as it now reads, for the one it changes
+		// (core.Message.Edits).
+		if m, ok := a.normalize(u.EditedMessage, u.thread); ok {
+			m.Edits, m.ID = m.ID, ""
 			h.HandleMessage(ctx, m)
 		}
 	case u.CallbackQuery != nil:

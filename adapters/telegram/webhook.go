@@ -48,7 +48,7 @@ func (a *Adapter) runWebhook(ctx context.Context, h core.Handler) error {
 	_, err := a.call(ctx, "setWebhook", tgbotapi.Params{
 		"url":             a.opts.WebhookURL,
 		"secret_token":    a.opts.WebhookSecret.Reveal(),
-		"allowed_updates": `["message","callback_query"]`,
+		"allowed_updates": allowedUpdates,
 	})
 	if err != nil {
 		ln.Close()

@@ -1109,6 +1109,25 @@ func MessageCreate(id, channel, guild string, from User, content string, mention
 	return d
 }
 
+// MessageUpdate builds the MESSAGE_UPDATE payload Discord sends when from
+// edits message id: the whole message as it now reads, with its
+// edited_timestamp (mention as for MessageCreate).
+func MessageUpdate(id, channel, guild string, from User, content string, mention bool) map[string]any {
+	d := MessageCreate(id, channel, guild, from, content, mention)
+	d["edited_timestamp"] = time.Now().UTC().Format(time.RFC3339)
+	return d
+}
+
+// MessageDelete builds the MESSAGE_DELETE payload Discord sends when
+// message id is deleted: its id, channel and guild only.
+func MessageDelete(id, channel, guild string) map[string]any {
+	d := map[string]any{"id": id, "channel_id": channel}
+	if guild != "" {
+		d["guild_id"] = guild
+	}
+	return d
+}
+
 // WithAttachment adds an attachment to a MessageCreate payload.
 func WithAttachment(d map[string]any, id, name, url, contentType string, size int) map[string]any {
 	atts, _ := d["attachments"].([]any)

@@ -405,6 +405,38 @@ func (s *Server) EventCallback(eventID string, event map[string]any) []byte {
 	return b
 }
 
+// MessageChanged is the inner event Slack sends when user edits their
+// message ts in channel (thread "" for a top-level one): subtype
+// message_changed, the message as it now reads under "message", as it read
+// under "previous_message", and a ts of its own. Send it with SendEvent.
+func MessageChanged(user, channel, channelType, ts, thread, oldText, newText string) map[string]any {
+	now := fmt.Sprintf("%d.000200", time.Now().Unix())
+	msg := func(text string) map[string]any {
+		m := map[string]any{"type": "message", "user": user, "text": text, "ts": ts}
+		if thread != "" {
+			m["thread_ts"] = thread
+		}
+		return m
+	}
+	edited := msg(newText)
+	edited["edited"] = map[string]any{"user": user, "ts": now}
+	return map[string]any{"type": "message", "subtype": "message_changed", "hidden": true, "channel": channel,
+		"channel_type": channelType, "ts": now, "event_ts": now, "message": edited, "previous_message": msg(oldText)}
+}
+
+// MessageDeleted is the inner event Slack sends when message ts of user in
+// channel is deleted: subtype message_deleted, deleted_ts, and the message
+// as it read under "previous_message". Send it with SendEvent.
+func MessageDeleted(user, channel, channelType, ts, thread, oldText string) map[string]any {
+	now := fmt.Sprintf("%d.000300", time.Now().Unix())
+	prev := map[string]any{"type": "message", "user": user, "text": oldText, "ts": ts}
+	if thread != "" {
+		prev["thread_ts"] = thread
+	}
+	return map[string]any{"type": "message", "subtype": "message_deleted", "hidden": true, "channel": channel,
+		"channel_type": channelType, "ts": now, "event_ts": now, "deleted_ts": ts, "previous_message": prev}
+}
+
 // Press sends an interactive block_actions envelope: user pressed the button
 // with value on message msgTS in channel (thread may be empty).
 func (s *Server) Press(user, channel, thread, msgTS, value string) string {

@@ -113,6 +113,9 @@ type Server struct {
 	calls   []Call
 	changed chan struct{} // closed and replaced on every recorded change
 	updates []pending
+	// allowed is the last allowed_updates a client gave (nil: all), which
+	// Telegram keeps until the next one: other updates are not sent.
+	allowed []string
 	nextUpd int
 	msgs    map[string]*Message
 	nextMsg int
@@ -496,10 +499,17 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 			}
 			s.updates = keep
 		}
+		if raw := r.Form.Get("allowed_updates"); raw != "" {
+			s.allowed = nil
+			json.Unmarshal([]byte(raw), &s.allowed)
+		}
 		var out []map[string]any
 		for _, p := range s.updates {
 			if len(out) == limit {
 				break
+			}
+			if !s.wantedLocked(p.raw) {
+				continue
 			}
 			u := map[string]any{"update_id": p.id}
 			for k, v := range p.raw {
@@ -522,6 +532,20 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// wantedLocked reports whether an update's kind is one the client asked
+// for (allowed_updates).
+func (s *Server) wantedLocked(raw map[string]any) bool {
+	if s.allowed == nil {
+		return true
+	}
+	for kind := range raw {
+		if contains(s.allowed, kind) {
+			return true
+		}
+	}
+	return false
 }
 
 func key(chat string, id int) string { return chat + "/" + strconv.Itoa(id) }
@@ -816,6 +840,24 @@ func GroupMessage(chatID int64, msgID, thread int, user map[string]any, text str
 		m["entities"] = []any{map[string]any{"type": "bot_command", "offset": 0, "length": len(utf16.Encode([]rune(cmd)))}}
 	}
 	return map[string]any{"message": m}
+}
+
+// Edited is the "edited_message" update Telegram sends when a message
+// (an update from PrivateMessage or GroupMessage) is edited to text: the
+// message as it now reads, with its edit_date. Telegram sends no update
+// when a message is deleted.
+func Edited(update map[string]any, text string) map[string]any {
+	m := map[string]any{}
+	for k, v := range update["message"].(map[string]any) {
+		m[k] = v
+	}
+	m["text"], m["edit_date"] = text, time.Now().Unix()
+	delete(m, "entities")
+	if i := strings.Index(text, "@"+BotUsername); i >= 0 {
+		off := len(utf16.Encode([]rune(text[:i])))
+		m["entities"] = []any{map[string]any{"type": "mention", "offset": off, "length": len(BotUsername) + 1}}
+	}
+	return map[string]any{"edited_message": m}
 }
 
 // CallbackQuery is a press of a button with data on message msgID in chatID.
