@@ -258,9 +258,11 @@ func TestInboundNormalization(t *testing.T) {
 			m["bot_id"] = "B9"
 			return m
 		}(), nil},
-		{"edit", func() map[string]any {
-			m := message("U1", "C1", "channel", "100.000012", "100.000001", "edited")
-			m["subtype"] = "message_changed"
+		// Edits and deletions are handed over as such (core.Message.Edits):
+		// TestQueuedMessageEditedOrDeletedOnSlack.
+		{"join", func() map[string]any {
+			m := message("U1", "C1", "channel", "100.000012", "100.000001", "joined")
+			m["subtype"] = "channel_join"
 			return m
 		}(), nil},
 	}
