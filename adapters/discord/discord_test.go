@@ -172,9 +172,11 @@ func TestMessageNormalized(t *testing.T) {
 		discordtest.MessageCreate("M1", "C1", "G1", alice, "hello there", true), "A1", "a.txt", url, "text/plain", 2))
 	h.fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M2", "T1", "G1", bob, "in a thread", true))
 	h.fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M3", "D1", "", alice, "a DM", false))
+	voice := h.fake.AddFile("/attachments/D1/9/voice-message.ogg", []byte("OggS"))
+	h.fake.Dispatch("MESSAGE_CREATE", discordtest.VoiceMessage("M4", "D1", "", alice, voice, 4, 3.5))
 
 	var got []core.Message
-	for range 3 {
+	for range 4 {
 		m := h.rec.nextMessage(t)
 		m.Time = time.Time{}
 		got = append(got, m)
@@ -187,6 +189,10 @@ func TestMessageNormalized(t *testing.T) {
 			From: core.User{ID: "222", Name: "bob"}, Text: "in a thread", Addressed: true},
 		{Conv: core.ConversationKey{Platform: "discord", Channel: "D1"}, ID: "M3",
 			From: core.User{ID: "111", Name: "alice"}, Text: "a DM"},
+		// A voice message: audio, with the length Discord gives.
+		{Conv: core.ConversationKey{Platform: "discord", Channel: "D1"}, ID: "M4",
+			From:        core.User{ID: "111", Name: "alice"},
+			Attachments: []core.Attachment{{Kind: "audio", Name: "voice-message.ogg", MIME: "audio/ogg", Size: 4, Source: voice, Duration: 3500 * time.Millisecond}}},
 	}
 	// Channels are handled in order each, not across channels.
 	sortByID := func(ms []core.Message) {

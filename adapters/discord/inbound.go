@@ -215,16 +215,23 @@ func (a *Adapter) normalize(ctx context.Context, m *discordgo.Message) (core.Mes
 // attachments are m's files for core.
 func attachments(m *discordgo.Message) []core.Attachment {
 	var out []core.Attachment
+	voice := m.Flags&discordgo.MessageFlagsIsVoiceMessage != 0
 	for _, at := range m.Attachments {
 		if at == nil {
 			continue
 		}
 		kind := "file"
-		if strings.HasPrefix(at.ContentType, "image/") {
+		switch {
+		case strings.HasPrefix(at.ContentType, "image/"):
 			kind = "image"
+		case voice || strings.HasPrefix(at.ContentType, "audio/"):
+			// A voice message (flag IS_VOICE_MESSAGE) is one audio/ogg
+			// attachment with its duration_secs and waveform.
+			kind = "audio"
 		}
 		out = append(out, core.Attachment{
 			Kind: kind, Name: at.Filename, MIME: at.ContentType, Size: int64(at.Size), Source: at.URL,
+			Duration: time.Duration(at.DurationSecs * float64(time.Second)),
 		})
 	}
 	return out

@@ -273,11 +273,16 @@ func (a *Adapter) normalize(ctx context.Context, in inbound) (core.Message, bool
 	}
 	for _, f := range in.files {
 		kind := "file"
-		if strings.HasPrefix(f.Mimetype, "image/") {
+		switch {
+		case strings.HasPrefix(f.Mimetype, "image/"):
 			kind = "image"
+		case strings.HasPrefix(f.Mimetype, "audio/") || f.MediaDisplayType == "audio":
+			// An audio clip recorded in Slack (subtype slack_audio) says
+			// audio in media_display_type even where its type is video/….
+			kind = "audio"
 		}
 		m.Attachments = append(m.Attachments, core.Attachment{Kind: kind, Name: f.Name, MIME: f.Mimetype,
-			Size: int64(f.Size), Source: f.ID})
+			Size: int64(f.Size), Source: f.ID, Duration: time.Duration(f.DurationMs) * time.Millisecond})
 	}
 	if in.edit {
 		m.Edits, m.Deleted, m.ID = m.ID, in.deleted, ""

@@ -226,6 +226,10 @@ func TestInboundNormalization(t *testing.T) {
 	withFile := message("U1", "C1", "channel", "100.000009", "", "<@UBOT> read this")
 	withFile["subtype"] = "file_share"
 	withFile["files"] = []any{file}
+	// An audio clip recorded in Slack, in a DM: no text, one file.
+	withClip := message("U1", "D1", "im", "100.000012", "", "")
+	withClip["subtype"] = "file_share"
+	withClip["files"] = []any{fake.AddAudioClip("F2", "audio_message.webm", "audio/webm", []byte("webm"), 4500*time.Millisecond)}
 	tests := []struct {
 		name  string
 		event map[string]any
@@ -248,6 +252,9 @@ func TestInboundNormalization(t *testing.T) {
 		{"file shared with a mention", withFile,
 			&want{conv("C1", "100.000009"), "C1:100.000009", "U1", "read this",
 				[]core.Attachment{{Kind: "file", Name: "notes.txt", MIME: "text/plain", Size: 10, Source: "F1"}}}},
+		{"audio clip", withClip,
+			&want{conv("D1", ""), "D1:100.000012", "U1", "",
+				[]core.Attachment{{Kind: "audio", Name: "audio_message.webm", MIME: "audio/webm", Size: 4, Source: "F2", Duration: 4500 * time.Millisecond}}}},
 		{"own message", func() map[string]any {
 			m := message("UBOT", "C1", "channel", "100.000010", "100.000001", "my reply")
 			m["bot_id"] = "B1"

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -37,16 +38,16 @@ func TestMediaBecomeAttachments(t *testing.T) {
 	}{
 		{"voice", "", map[string]any{"voice": map[string]any{
 			"file_id": "V1", "file_unique_id": "uv1", "duration": 3, "mime_type": "audio/ogg", "file_size": 4000}},
-			[]core.Attachment{{Kind: "audio", Name: "voice-uv1.ogg", MIME: "audio/ogg", Size: 4000, Source: "V1"}}},
+			[]core.Attachment{{Kind: "audio", Name: "voice-uv1.ogg", MIME: "audio/ogg", Size: 4000, Source: "V1", Duration: 3 * time.Second}}},
 		{"voice without type", "", map[string]any{"voice": map[string]any{
 			"file_id": "V2", "file_unique_id": "uv2", "duration": 3}},
-			[]core.Attachment{{Kind: "audio", Name: "voice-uv2.ogg", MIME: "audio/ogg", Source: "V2"}}},
+			[]core.Attachment{{Kind: "audio", Name: "voice-uv2.ogg", MIME: "audio/ogg", Source: "V2", Duration: 3 * time.Second}}},
 		{"audio", "listen", map[string]any{"audio": map[string]any{
 			"file_id": "A1", "file_unique_id": "ua1", "duration": 200, "file_name": "song.mp3", "mime_type": "audio/mpeg", "file_size": 3000000}},
-			[]core.Attachment{{Kind: "audio", Name: "song.mp3", MIME: "audio/mpeg", Size: 3000000, Source: "A1"}}},
+			[]core.Attachment{{Kind: "audio", Name: "song.mp3", MIME: "audio/mpeg", Size: 3000000, Source: "A1", Duration: 200 * time.Second}}},
 		{"audio without name", "", map[string]any{"audio": map[string]any{
 			"file_id": "A2", "file_unique_id": "ua2", "duration": 200, "mime_type": "audio/mp4", "file_size": 10}},
-			[]core.Attachment{{Kind: "audio", Name: "audio-ua2.m4a", MIME: "audio/mp4", Size: 10, Source: "A2"}}},
+			[]core.Attachment{{Kind: "audio", Name: "audio-ua2.m4a", MIME: "audio/mp4", Size: 10, Source: "A2", Duration: 200 * time.Second}}},
 		{"video", "watch", map[string]any{"video": map[string]any{
 			"file_id": "M1", "file_unique_id": "um1", "width": 1280, "height": 720, "duration": 9, "file_name": "clip.mov", "mime_type": "video/quicktime", "file_size": 900000}},
 			[]core.Attachment{{Kind: "video", Name: "clip.mov", MIME: "video/quicktime", Size: 900000, Source: "M1"}}},

@@ -334,12 +334,17 @@ func media(m *tgbotapi.Message) []core.Attachment {
 		}
 		out = append(out, core.Attachment{Kind: kind, Name: name, MIME: mime, Size: int64(size), Source: fileID})
 	}
+	// A voice note's and an audio file's length, in seconds, is checked
+	// against the transcription limits before anything is downloaded.
+	seconds := func(d int) { out[len(out)-1].Duration = time.Duration(d) * time.Second }
 	if v := m.Voice; v != nil {
 		// Voice messages are OGG/Opus unless Telegram says otherwise.
 		add("audio", "", "voice-"+v.FileUniqueID+extFor(v.MimeType, ".ogg"), v.MimeType, "audio/ogg", v.FileSize, v.FileID)
+		seconds(v.Duration)
 	}
 	if au := m.Audio; au != nil {
 		add("audio", au.FileName, "audio-"+au.FileUniqueID+extFor(au.MimeType, ""), au.MimeType, "", au.FileSize, au.FileID)
+		seconds(au.Duration)
 	}
 	if v := m.Video; v != nil {
 		add("video", v.FileName, "video-"+v.FileUniqueID+extFor(v.MimeType, ".mp4"), v.MimeType, "video/mp4", v.FileSize, v.FileID)

@@ -1136,6 +1136,19 @@ func WithAttachment(d map[string]any, id, name, url, contentType string, size in
 	return d
 }
 
+// VoiceMessage builds the MESSAGE_CREATE payload of a voice message from
+// from in channel (guild "" makes it a DM), as Discord sends one: no
+// content, flags IS_VOICE_MESSAGE (1<<13), and one attachment,
+// voice-message.ogg (audio/ogg), with its duration_secs and waveform. url
+// is where AddFile serves its bytes.
+func VoiceMessage(id, channel, guild string, from User, url string, size int, seconds float64) map[string]any {
+	d := MessageCreate(id, channel, guild, from, "", false)
+	d["flags"] = 1 << 13
+	d["attachments"] = []any{map[string]any{"id": id + "-a", "filename": "voice-message.ogg", "url": url, "proxy_url": url,
+		"size": size, "content_type": "audio/ogg", "duration_secs": seconds, "waveform": "AAAAAAAAAAAA", "flags": 1 << 13}}
+	return d
+}
+
 // SlashCommand builds an INTERACTION_CREATE payload for "/agent sub" typed
 // in channel (guild "" makes it a DM); arg, when not empty, is the
 // subcommand's "name" option.

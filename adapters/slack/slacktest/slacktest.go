@@ -165,6 +165,7 @@ type Server struct {
 type fileEntry struct {
 	name, mime string
 	data       []byte
+	clip       time.Duration // an audio clip's length; 0 for other files
 }
 
 // NewServer starts a fake Slack on 127.0.0.1.
@@ -249,13 +250,27 @@ func (s *Server) AddFile(id, name, mime string, data []byte) map[string]any {
 	return s.fileObject(id)
 }
 
+// AddAudioClip is AddFile for an audio clip recorded in Slack: its
+// files.info object carries subtype slack_audio, media_display_type audio
+// and duration_ms besides the type given (audio/webm, audio/mp4, …).
+func (s *Server) AddAudioClip(id, name, mime string, data []byte, duration time.Duration) map[string]any {
+	s.mu.Lock()
+	s.files[id] = fileEntry{name: name, mime: mime, data: data, clip: duration}
+	s.mu.Unlock()
+	return s.fileObject(id)
+}
+
 func (s *Server) fileObject(id string) map[string]any {
 	s.mu.Lock()
 	f := s.files[id]
 	s.mu.Unlock()
 	u := s.srv.URL + "/files-pri/" + s.opts.TeamID + "-" + id + "/" + url.PathEscape(f.name)
-	return map[string]any{"id": id, "name": f.name, "mimetype": f.mime, "size": len(f.data),
+	obj := map[string]any{"id": id, "name": f.name, "mimetype": f.mime, "size": len(f.data),
 		"url_private": u, "url_private_download": u + "?download=1"}
+	if f.clip > 0 {
+		obj["subtype"], obj["media_display_type"], obj["duration_ms"] = "slack_audio", "audio", f.clip.Milliseconds()
+	}
+	return obj
 }
 
 // Calls returns the recorded Web API calls, optionally only those of the
