@@ -116,6 +116,13 @@ type window struct {
 	// group's Markdown starts with it, so a continued code block stays
 	// one (with its indentation) in the next message.
 	lead string
+	// later: not the reply's first group (thinking shows in the first
+	// only). afterFile: the group follows a file (files.go): no
+	// placeholder, and nothing to say when it stays empty. notes are
+	// Markdown lines the group starts with (a file that could not be sent).
+	// beforeFile: the group closes (at to) where a file comes.
+	later, afterFile, beforeFile bool
+	notes                        string
 }
 
 // compose builds the Markdown source of the group of messages showing w
@@ -124,7 +131,7 @@ type window struct {
 // notice, footer) belong to the open-ended last group only.
 func compose(v *view, showThinking bool, w window) (md string, final *Final, end int) {
 	var b strings.Builder
-	if w.from == 0 && showThinking && v.thinking != "" {
+	if w.from == 0 && !w.later && showThinking && v.thinking != "" {
 		b.WriteString(quote(v.thinking))
 	}
 	out := v.output
@@ -136,6 +143,7 @@ func compose(v *view, showThinking bool, w window) (md string, final *Final, end
 	if w.lead != "" && body != "" {
 		body = w.lead + "\n" + body
 	}
+	body = joinBlocks(w.notes, body)
 	final = v.final
 	if w.to >= 0 {
 		final = nil // a closing group gets no final parts
@@ -146,7 +154,7 @@ func compose(v *view, showThinking bool, w window) (md string, final *Final, end
 	}
 	appendBlock(&b, body)
 	if final != nil {
-		appendBlock(&b, ending(final, b.Len() == 0 && w.from == 0))
+		appendBlock(&b, ending(final, b.Len() == 0 && w.from == 0 && !w.later))
 	}
 	return b.String(), final, to
 }

@@ -86,10 +86,12 @@ type action struct {
 
 // frame is the current group's text as it should stand.
 type frame struct {
-	want     []string // the pieces, one a message
-	final    *Final   // the final parts the group shows (none while streaming, nor in a closing group)
-	to       int      // the output offset the group shows up to
-	pieceLen int      // render.Length of want's last piece, before the quiet line
+	want  []string // the pieces, one a message
+	final *Final   // the final parts the group shows (none while streaming, nor in a closing group)
+	// beforeFile: the group closes where a file comes; its text is final.
+	beforeFile bool
+	to         int // the output offset the group shows up to
+	pieceLen   int // render.Length of want's last piece, before the quiet line
 }
 
 // decide says what to do next for reply r in view v, and returns the
@@ -107,7 +109,7 @@ func decide(r reply, c *settings, v view) (reply, action) {
 		return r, r.writePiece(c, &v, idx, &f)
 	}
 	var placeholderDue time.Time
-	if f.final == nil && len(f.want) == 0 && (len(r.sent) == 0 || r.placeholder) {
+	if f.final == nil && len(f.want) == 0 && (len(r.sent) == 0 || r.placeholder) && r.win.to < 0 && !r.win.afterFile {
 		text, due := placeholderText(&c.opts, v.now.Sub(c.start), len(r.sent) > 0, v.waiting)
 		if due > 0 {
 			placeholderDue = c.start.Add(due)
@@ -125,7 +127,7 @@ func decide(r reply, c *settings, v view) (reply, action) {
 	case r.win.to >= 0:
 		// The closing group shows its part: open the next group.
 		next := reply{plain: r.plain, maxText: r.maxText, replied: r.replied,
-			win: window{from: r.win.to, to: -1, lead: fenceAt(v.output, r.win.to)}}
+			win: window{from: r.win.to, to: -1, lead: fenceAt(v.output, r.win.to), later: true}}
 		return next, action{kind: nextGroup, finalize: r.sent[r.finalized:]}
 	case f.final != nil:
 		return r, action{kind: finish, finalize: r.sent[r.finalized:]}
@@ -175,7 +177,7 @@ func (r *reply) frame(c *settings, v *view) frame {
 			md, to = held, cut
 		}
 	}
-	f := frame{final: final, to: to}
+	f := frame{final: final, to: to, beforeFile: r.win.beforeFile}
 	if md != "" {
 		f.want = render.Split(md, r.dialect(c), r.maxText)
 		f.pieceLen = render.Length(f.want[len(f.want)-1])
@@ -263,11 +265,11 @@ func (r *reply) firstDiff(want []string) int {
 }
 
 // piecePriority is what piece idx of f is to the adapters: final text
-// once the reply ended, else a full piece when more follows it, else an
+// once the reply ended or when a file follows the group, else a full piece when more follows it, else an
 // interim frame.
 func piecePriority(f *frame, idx int) core.Priority {
 	switch {
-	case f.final != nil:
+	case f.final != nil, f.beforeFile:
 		return core.PriorityFinal
 	case idx < len(f.want)-1:
 		return core.PriorityFull

@@ -54,6 +54,10 @@ type Options struct {
 	// ReplyTo is the id of the message being answered; the reply's first
 	// message carries it (core.Post.ReplyTo), its continuations do not.
 	ReplyTo string
+	// OnFile, if set, hears how each file (Presenter.File) went: err is
+	// nil when the platform took it, ErrNoFiles when it takes no files.
+	// Called from the presenter's goroutine; it must return quickly.
+	OnFile func(f core.File, err error)
 	// Log is where the presenter logs. It adds no attributes of its own:
 	// the caller's logger carries the conversation and turn (the engine's
 	// has them already, and a second conv on every line was noise).
@@ -89,6 +93,7 @@ type Presenter struct {
 	output   strings.Builder
 	thinking strings.Builder
 	final    *Final
+	files    []pendingFile   // files not yet sent, in order (files.go)
 	prompts  int             // permission prompts open (Prompt)
 	flushes  []chan struct{} // Flush callers waiting for the platform to catch up
 	// lastVisible is when the last partial that changes what the reply
@@ -237,6 +242,9 @@ func (s *Presenter) loop(ctx context.Context) error {
 	c := settings{lim: s.lim, opts: s.opts, start: start}
 	pace := newPacer(interval)
 	for {
+		if s.fileStep(ctx, &r) {
+			continue
+		}
 		var a action
 		r, a = decide(r, &c, s.view(time.Now()))
 		s.finalize(ctx, a.finalize)
@@ -328,6 +336,19 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 	for {
 		v := s.view(time.Now())
 		out, final := v.output, v.final
+		if pf, ok := s.nextFile(); ok {
+			// A file ends the stream where it came; the rest is posted
+			// after it (files.go).
+			s.writing.Lock()
+			err := stream.Stop(ctx, out[appended:pf.at])
+			s.writing.Unlock()
+			if err != nil {
+				s.log.LogAttrs(ctx, slog.LevelWarn, "ending the native stream before a file failed", slog.Any("err", err))
+				return appended, false, nil
+			}
+			s.finalize(ctx, []sentMsg{{ref: stream.Ref()}})
+			return pf.at, false, nil
+		}
 		delta := out[appended:]
 		if delta == "" && final == nil {
 			s.caughtUp()
@@ -382,6 +403,9 @@ func (s *Presenter) native(ctx context.Context, st core.Streamer, interval time.
 func (s *Presenter) openNative(ctx context.Context, st core.Streamer, start time.Time) (core.Stream, error) {
 	for {
 		v := s.view(time.Now())
+		if _, file := s.nextFile(); file {
+			return nil, nil // a file before any output: post and edit around it
+		}
 		if v.output != "" {
 			break
 		}
