@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/engine"
+	"github.com/agentbridge/agentbridge/core/outfile"
 )
 
 // BuiltinPrefix marks a profile value that names a profile compiled into the
@@ -71,8 +72,10 @@ type Config struct {
 	// except while a permission prompt waits for a person; 0 turns it off.
 	IdleTimeout time.Duration
 	Presenter   Presenter
-	Log         Log
-	Metrics     Metrics
+	// Files bounds the files an agent sends back in one turn.
+	Files   Files
+	Log     Log
+	Metrics Metrics
 	// Schedules are turns the bridge starts at cron times.
 	Schedules []Schedule
 	// Trigger is the HTTP endpoint that starts turns; off unless Listen
@@ -173,6 +176,13 @@ type Presenter struct {
 	UsageFooter bool
 	// MinEditInterval is a floor on top of the platform's own edit cadence.
 	MinEditInterval time.Duration
+}
+
+// Files bounds the files an agent sends back in one turn (spec/protocol.md
+// X-FILE-4), on top of each platform's own limit for one file.
+type Files struct {
+	MaxPerTurn      int   // files; default 10
+	MaxBytesPerTurn int64 // their bytes together; default 50 MB
 }
 
 // Log configures the root logger.
@@ -474,6 +484,7 @@ func defaults() Config {
 			PlaceholderDelay: 1500 * time.Millisecond,
 			Thinking:         ThinkingShow,
 		},
-		Log: Log{Level: "info", Format: FormatText},
+		Files: Files{MaxPerTurn: outfile.DefaultMaxFiles, MaxBytesPerTurn: outfile.DefaultMaxBytes},
+		Log:   Log{Level: "info", Format: FormatText},
 	}
 }

@@ -298,6 +298,7 @@ func TestDefaults(t *testing.T) {
 		DedupTTL:       24 * time.Hour,
 		ShutdownGrace:  30 * time.Second,
 		Presenter:      config.Presenter{PlaceholderDelay: 1500 * time.Millisecond, Thinking: "show"},
+		Files:          config.Files{MaxPerTurn: 10, MaxBytesPerTurn: 50_000_000},
 
 		MaxConcurrentTurns: 20,
 		Log:                config.Log{Level: "info", Format: "text"},
@@ -984,5 +985,21 @@ discord/a:
 	}
 	if strings.Contains(err.Error(), "SHARED-SECRET") {
 		t.Errorf("a token in the errors: %v", err)
+	}
+}
+
+// TestFiles: the per-turn limits on the files an agent sends back
+// (spec/protocol.md X-FILE-4) are read, and a zero is refused.
+func TestFiles(t *testing.T) {
+	cfg, err := parse([]byte(head+"files: {max_per_turn: 3, max_bytes_per_turn: 1_000_000}\n"), "c.yaml", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (config.Files{MaxPerTurn: 3, MaxBytesPerTurn: 1_000_000}); cfg.Files != want {
+		t.Errorf("files = %+v, want %+v", cfg.Files, want)
+	}
+	_, err = parse([]byte(head+"files: {max_per_turn: 0}\n"), "c.yaml", env(nil))
+	if got := problems(t, err); len(got) != 1 || !strings.Contains(got[0], "files.max_per_turn: must be") {
+		t.Errorf("max_per_turn 0: %q", got)
 	}
 }

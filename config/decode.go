@@ -180,6 +180,10 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 			{"usage_footer", d.boolean(&c.Presenter.UsageFooter)},
 			{"min_edit_interval", d.duration(&c.Presenter.MinEditInterval, false)},
 		})},
+		{"files", d.sub([]field{
+			{"max_per_turn", intField(d, &c.Files.MaxPerTurn, 1, 1000)},
+			{"max_bytes_per_turn", intField(d, &c.Files.MaxBytesPerTurn, 1, 1<<40)},
+		})},
 		{"log", d.sub([]field{
 			{"level", d.enum(&c.Log.Level, "debug", "info", "warn", "error")},
 			{"format", d.enum(&c.Log.Format, FormatText, FormatJSON)},

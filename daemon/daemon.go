@@ -110,7 +110,9 @@ func Serve(ctx context.Context, opts Options) error {
 		defer trigLn.Close()
 	}
 	sched := schedule.New(scheduleEntries(cfg), st, log)
-	eng := engine.New(st, EngineSettings(cfg, profs), engine.Options{Log: log, Observer: m, Schedules: sched})
+	eng := engine.New(st, EngineSettings(cfg, profs), engine.Options{Log: log, Observer: m, Schedules: sched,
+		// An agent's file:// attachment never names these (profiles' files neither).
+		Private: []string{cfg.Path, cfg.Store}})
 	convs := &conversations{served: names, st: st}
 	convs.cfg.Store(cfg)
 

@@ -113,6 +113,7 @@ func EngineSettings(cfg *config.Config, profs map[string]*agentproc.Profile) *en
 		MaxTurnsPerUser: cfg.MaxConcurrentTurnsPerUser,
 		DedupTTL:        cfg.DedupTTL,
 		IdleTimeout:     cfg.IdleTimeout,
+		Files:           engine.FileLimits{PerTurn: cfg.Files.MaxPerTurn, BytesPerTurn: cfg.Files.MaxBytesPerTurn},
 		Presenter: engine.PresenterSettings{
 			PlaceholderDelay: cfg.Presenter.PlaceholderDelay,
 			ShowThinking:     cfg.Presenter.Thinking != config.ThinkingHide,

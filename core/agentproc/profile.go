@@ -426,3 +426,22 @@ func nameFor(abs string) string {
 func (p *Profile) Isolated() bool {
 	return filepath.Base(p.Command) == "agentbridge" && len(p.Args) > 0 && p.Args[0] == "isolate"
 }
+
+// WorkDir returns the directory t's agent runs in: the profile's cwd with
+// t's placeholders expanded, relative to the profile's directory
+// (P-PROF-4), or the bridge's own working directory when it has none.
+func (p *Profile) WorkDir(t Turn) string {
+	name := t.SessionName
+	if name == "" {
+		name = "default"
+	}
+	_, cwd := p.expand(placeholders{profileDir: p.Dir(), sessionID: t.SessionID, sessionName: name, conversationID: t.ConversationID})
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return cwd
+	}
+	return abs
+}

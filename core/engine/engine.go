@@ -69,6 +69,16 @@ type Settings struct {
 	MaxTurns, MaxTurnsPerUser int
 
 	Presenter PresenterSettings
+	// Files bounds the files an agent sends back in one turn; zero
+	// values are core/outfile's defaults.
+	Files FileLimits
+}
+
+// FileLimits bound the files an agent sends back in one turn, on top of
+// the platform's limit for one file (core.Limits.MaxFileBytes).
+type FileLimits struct {
+	PerTurn      int   // files
+	BytesPerTurn int64 // their bytes together
 }
 
 // PresenterSettings tune how replies stream.
@@ -91,6 +101,10 @@ type Options struct {
 	Observer Observer
 	// Schedules answers /schedules; nil means nothing is scheduled.
 	Schedules Schedules
+	// Private are files and directories an agent's file:// attachment
+	// may never name, even inside its working directory: the bridge's
+	// config and store (every profile's file is private too).
+	Private []string
 }
 
 // Engine is the conversation engine. Create it with New, attach platforms

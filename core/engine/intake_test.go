@@ -43,6 +43,9 @@ func (*counts) ReplyLost(string)                                   {}
 func (*counts) TurnWaiting(string, int)                            {}
 func (*counts) Transcribed(string, string, time.Duration)          {}
 
+// File counts a file result as the message result "file:"+result.
+func (c *counts) File(_, result string) { c.Message("", "file:"+result) }
+
 // A flood into a busy conversation gets its queue, then one busy notice per
 // burst; a new burst (after the queue took a message again) gets another.
 func TestBusyNoticeOncePerBurst(t *testing.T) {

@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentbridge/agentbridge/core/outfile"
+)
 
 // Observer receives the engine's countable events, for metrics. Methods are
 // called from many goroutines and must not block.
@@ -29,6 +33,9 @@ type Observer interface {
 	// result (TranscribeResults), with how long the engine took (0 when
 	// it was not run: too_long, too_big).
 	Transcribed(platform, result string, d time.Duration)
+	// File counts a file an agent sent back: FileSent when the platform
+	// took it, else why not (a FileResults value).
+	File(platform, result string)
 }
 
 // The results Observer methods are called with, listed so a metrics
@@ -39,6 +46,15 @@ var (
 	TurnResults       = []string{"ok", "error", "timeout", "stopped", "start_failed"}
 	PermissionResults = []string{"allowed", "denied", "timeout", "turn_ended", "auto_allowed"}
 	TranscribeResults = []string{"ok", "failed", "timeout", "too_long", "too_big"}
+	// FileResults: sent, a platform that takes no files, or an
+	// outfile.Reasons value (the check's, or "failed": the upload).
+	FileResults = append([]string{FileSent, FileUnsupported}, outfile.Reasons...)
+)
+
+// File results besides outfile's reasons.
+const (
+	FileSent        = "sent"
+	FileUnsupported = "unsupported"
 )
 
 // nopObserver is the Observer used when none is given.
@@ -52,3 +68,4 @@ func (nopObserver) ReplyLost(string)                                   {}
 func (nopObserver) TurnWaiting(string, int)                            {}
 func (nopObserver) Submitted(string, string, string)                   {}
 func (nopObserver) Transcribed(string, string, time.Duration)          {}
+func (nopObserver) File(string, string)                                {}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/lane"
+	"github.com/agentbridge/agentbridge/core/outfile"
 	"github.com/agentbridge/agentbridge/core/stream"
 )
 
@@ -301,6 +302,9 @@ type turnRun struct {
 	saver                 *sessionSaver
 	pres                  *stream.Presenter
 	atts                  []agentproc.Attachment
+	inDir                 string        // the turn's attachment directory ("" when none)
+	workDir               string        // where its agent runs
+	outfiles              *outfile.Turn // checks the agent's files; made by the first
 	idle                  *idleWatch
 	typingDone            chan struct{}
 	wg                    sync.WaitGroup // permission prompts, session saves and the typing indicator
@@ -361,6 +365,7 @@ func (r *turnRun) prepare(ctx context.Context) bool {
 	if dir != "" {
 		r.undo = append(r.undo, func() { os.RemoveAll(dir) })
 	}
+	r.inDir = dir
 	r.text = r.hear(ctx, voice, heard, paths)
 
 	ps := s.Presenter
@@ -371,6 +376,7 @@ func (r *turnRun) prepare(ctx context.Context) bool {
 		ReplyTo:          m.ID,
 		Log:              r.log,
 		OnShow:           t.journal.reply,
+		OnFile:           r.fileSent,
 	})
 	t.pres = r.pres
 	for _, n := range notes {
@@ -409,13 +415,15 @@ func (r *turnRun) agent(ctx context.Context) (agentproc.Outcome, error) {
 	runCtx, stopRun := context.WithCancelCause(ctx)
 	r.idle = watchIdle(r.s.IdleTimeout, stopRun)
 	r.undo = append(r.undo, func() { stopRun(nil) }, r.idle.close)
-	return agentproc.Run(runCtx, r.prof, agentproc.Turn{
+	turn := agentproc.Turn{
 		Message:        r.text,
 		SessionID:      r.saver.known,
 		SessionName:    r.sessName,
 		ConversationID: t.key.Slug(), // the lane's key: one workspace per session scope
 		Attachments:    r.atts,
-	}, agentproc.Options{
+	}
+	r.workDir = r.prof.WorkDir(turn)
+	return agentproc.Run(runCtx, r.prof, turn, agentproc.Options{
 		Log:           r.log,
 		Environ:       e.opts.Environ,
 		MaxReplyBytes: r.s.replyLimit(m.Conv),
@@ -443,6 +451,8 @@ func (r *turnRun) event(ctx context.Context, ev agentproc.Event) {
 		if r.t.sub != nil && ev.Role == core.RoleOutput {
 			r.t.sub.collect(ev.Text)
 		}
+	case agentproc.EventFiles:
+		r.files(ctx, ev.Files)
 	case agentproc.EventSession:
 		// P-SID-1: saved now, so a crash mid-turn keeps the agent's
 		// context.

@@ -20,7 +20,7 @@ import (
 // Per-turn defaults (Policy.MaxFiles, Policy.MaxBytes).
 const (
 	DefaultMaxFiles = 10
-	DefaultMaxBytes = 50 << 20
+	DefaultMaxBytes = 50_000_000
 )
 
 // maxLines bounds the lines one turn adds for files it refused: a flood

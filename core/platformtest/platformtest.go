@@ -119,8 +119,21 @@ func New(name string, limits core.Limits) *Platform {
 // Name implements core.Platform.
 func (p *Platform) Name() string { return p.name }
 
-// Limits implements core.Platform.
-func (p *Platform) Limits() core.Limits { return p.limits }
+// Limits implements core.Platform: the limits given to New, or set since
+// (SetMaxFileBytes).
+func (p *Platform) Limits() core.Limits {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limits
+}
+
+// SetMaxFileBytes changes Limits().MaxFileBytes, the largest file
+// SendFile takes.
+func (p *Platform) SetMaxFileBytes(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limits.MaxFileBytes = n
+}
 
 // Run implements core.Platform: it keeps h for Deliver and Press and blocks
 // until ctx ends.

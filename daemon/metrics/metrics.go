@@ -31,6 +31,7 @@ type Metrics struct {
 	waiting    *family
 	heard      *family
 	hearing    *family
+	files      *family
 }
 
 var _ engine.Observer = (*Metrics)(nil)
@@ -66,6 +67,9 @@ func New() *Metrics {
 		heard: newFamily(kindCounter, "agentbridge_transcriptions_total",
 			"Voice notes to transcribe, by result (ok, failed, timeout, too_long, too_big).", "platform", "result"),
 		hearing: hearing,
+		files: newFamily(kindCounter, "agentbridge_agent_files_total",
+			"Files agents sent back, by what became of them (sent, or why not: unsupported, link, malformed, scheme, undecodable, outside, unreadable, too_large, turn_files, turn_bytes, failed).",
+			"platform", "result"),
 	}
 }
 
@@ -80,6 +84,9 @@ func (m *Metrics) Known(platforms, profiles []string) {
 		}
 		for _, r := range engine.PermissionResults {
 			m.permission.touch(p, r)
+		}
+		for _, r := range engine.FileResults {
+			m.files.touch(p, r)
 		}
 		m.lost.touch(p)
 		m.waiting.touch(p)
@@ -132,6 +139,9 @@ func (m *Metrics) Submitted(platform, origin, result string) {
 	m.submitted.add(1, platform, origin, result)
 }
 
+// File implements engine.Observer.
+func (m *Metrics) File(platform, result string) { m.files.add(1, platform, result) }
+
 // TurnWaiting implements engine.Observer.
 func (m *Metrics) TurnWaiting(platform string, delta int) {
 	m.waiting.add(float64(delta), platform)
@@ -152,7 +162,7 @@ func (m *Metrics) Handler() http.Handler {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		bw := bufio.NewWriter(w)
-		for _, f := range []*family{m.messages, m.turns, m.active, m.duration, m.permission, m.lost, m.submitted, m.waiting, m.heard, m.hearing} {
+		for _, f := range []*family{m.messages, m.turns, m.active, m.duration, m.permission, m.lost, m.submitted, m.waiting, m.heard, m.hearing, m.files} {
 			f.write(bw)
 		}
 		writeRuntime(bw)

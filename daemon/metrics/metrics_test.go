@@ -126,6 +126,9 @@ func TestKnownSeriesStartAtZero(t *testing.T) {
 		for _, r := range engine.TurnResults {
 			want = append(want, `agentbridge_turns_total{platform="`+p+`",profile="demo",result="`+r+`"} 0`)
 		}
+		for _, r := range engine.FileResults {
+			want = append(want, `agentbridge_agent_files_total{platform="`+p+`",result="`+r+`"} 0`)
+		}
 		for _, origin := range []string{engine.OriginSchedule, engine.OriginTrigger} {
 			for _, r := range slices.Concat(engine.TurnResults, engine.SubmitResults) {
 				want = append(want, `agentbridge_submitted_turns_total{platform="`+p+`",origin="`+origin+`",result="`+r+`"} 0`)

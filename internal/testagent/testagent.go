@@ -11,11 +11,13 @@ package testagent
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +63,16 @@ const (
 //	flood:KIB    stream KIB KiB of log lines in 8 KiB partials, as fast
 //	             as the bridge reads (a `cat` of a big log), then
 //	             "FLOOD-DONE"
+//	files        send files back (spec/protocol.md X-FILE-1) between
+//	             lines of text, one per case: "before", a data: PNG
+//	             (chart.png), "middle", notes.txt it writes in its cwd
+//	             (file://), a symlink escaping its cwd to SECRET_FILE's
+//	             path (escape.txt), a ../ path to it, config.yaml in its
+//	             cwd, a 3000-byte data: file (big.bin), an entry without
+//	             a url, a link (https://example.com/report.pdf), a
+//	             ftp:// URL, then "after"
+//	files-flood:N  one partial carrying N small data: files (fN.txt),
+//	             then "FLOOD-SENT"
 //	anything     show each attachment as "[NAME MIME: CONTENT ERR] ", then
 //	             stream the message back word by word; a message starting
 //	             with "costly" reports cost_usd 0.25 beside its tokens
@@ -203,6 +215,15 @@ func Run(in io.Reader, out io.Writer) int {
 			partial(chunk)
 		}
 		partial("FLOOD-DONE")
+	case "files":
+		sendFiles(emit)
+	case "files-flood":
+		var atts []any
+		for i := 1; i <= n; i++ {
+			atts = append(atts, map[string]any{"kind": "file", "url": "data:,file%20" + fmt.Sprint(i), "filename": fmt.Sprintf("f%d.txt", i)})
+		}
+		emit(map[string]any{"type": "partial", "text": "flood:", "attachments": atts})
+		partial("FLOOD-SENT")
 	case "essay":
 		text := Essay()
 		for len(text) > 0 {
@@ -234,6 +255,45 @@ func Run(in io.Reader, out io.Writer) int {
 	}
 	emit(map[string]any{"type": "result", "text": "", "usage": usage})
 	return 0
+}
+
+// SecretEnv names, in the agent's environment, a file outside its cwd
+// the files script tries to send through a symlink and a ../ path.
+const SecretEnv = "SECRET_FILE"
+
+// PNG is the image the files script sends as chart.png.
+var PNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89")
+
+// sendFiles plays the files script.
+func sendFiles(emit func(map[string]any)) {
+	cwd, _ := os.Getwd()
+	file := func(kind, url, name string) map[string]any {
+		a := map[string]any{"kind": kind, "url": url}
+		if name != "" {
+			a["filename"] = name
+		}
+		return a
+	}
+	with := func(text string, atts ...any) {
+		emit(map[string]any{"type": "partial", "text": text, "attachments": atts})
+	}
+	os.WriteFile(filepath.Join(cwd, "notes.txt"), []byte("the notes\n"), 0o644)
+	secret := os.Getenv(SecretEnv)
+	os.Remove(filepath.Join(cwd, "escape.txt"))
+	os.Symlink(secret, filepath.Join(cwd, "escape.txt"))
+	rel, _ := filepath.Rel(cwd, secret)
+	with("before", file("image", "data:image/png;base64,"+base64.StdEncoding.EncodeToString(PNG), "chart.png"))
+	with("\n\nmiddle",
+		file("file", "file://"+filepath.Join(cwd, "notes.txt"), ""),
+		file("file", "file://"+filepath.Join(cwd, "escape.txt"), ""),
+		file("file", "file://"+cwd+"/"+rel, ""),
+		file("file", "file://"+filepath.Join(cwd, "config.yaml"), ""),
+		file("file", "data:;base64,"+base64.StdEncoding.EncodeToString(make([]byte, 3000)), "big.bin"),
+		map[string]any{"kind": "file", "filename": "nourl.txt"},
+		file("file", "https://example.com/report.pdf", "report.pdf"),
+		file("file", "ftp://example.com/x.txt", "x.txt"),
+	)
+	emit(map[string]any{"type": "partial", "text": "\n\nafter"})
 }
 
 // Essay returns the text the "essay" script streams: a reply well over
