@@ -1,9 +1,11 @@
 package transcribe_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -60,6 +62,52 @@ func helper(mode string, args []string) int {
 		time.Sleep(time.Hour)
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "sphinx":
+		return sphinx(args[0])
+	}
+	return 0
+}
+
+// sphinx is the wrapper the live test runs as its command, and what an
+// operator's script does (docs/voice.md): ffmpeg makes the voice note
+// 16 kHz mono WAV, pocketsphinx prints what it heard. The 5.x CLI
+// (pocketsphinx single FILE) prints JSON with the text in "t"; Debian 12's
+// 0.8 has pocketsphinx_continuous, which prints the text.
+func sphinx(file string) int {
+	dir, err := os.MkdirTemp("", "stt-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	wav := filepath.Join(dir, "a.wav")
+	// Half a second of silence first: the recogniser misses a word that
+	// starts the file.
+	if out, err := exec.Command("ffmpeg", "-loglevel", "error", "-i", file, "-af", "adelay=500:all=1,apad=pad_dur=0.5",
+		"-ar", "16000", "-ac", "1", "-f", "wav", wav).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "ffmpeg: %v: %s\n", err, out)
+		return 1
+	}
+	if _, err := exec.LookPath("pocketsphinx_continuous"); err == nil {
+		cmd := exec.Command("pocketsphinx_continuous", "-infile", wav, "-logfn", os.DevNull)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return 1
+		}
+		return 0
+	}
+	out, err := exec.Command("pocketsphinx", "single", wav).Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pocketsphinx:", err)
+		return 1
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		var v struct {
+			T string `json:"t"`
+		}
+		if json.Unmarshal([]byte(line), &v) == nil {
+			fmt.Println(v.T)
+		}
 	}
 	return 0
 }
