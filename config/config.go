@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/core/outfile"
 )
@@ -64,6 +65,10 @@ type Config struct {
 	// MaxConcurrentTurnsPerUser caps one user's agents running at once; 0
 	// is half of MaxConcurrentTurns, rounded up.
 	MaxConcurrentTurnsPerUser int
+	// OnSaturated is what a turn does when MaxConcurrentTurns agents run:
+	// "queue" waits for a free one, "reject" tells its sender at once and
+	// runs nothing. A profile's own cap (max_concurrent) has its own.
+	OnSaturated string
 	// DedupTTL is how long a platform message id is remembered.
 	DedupTTL time.Duration
 	// ShutdownGrace is how long running turns may finish after SIGTERM.
@@ -106,6 +111,8 @@ type Route struct {
 	// Transcribe, when written, replaces the platform's for the route's
 	// conversations.
 	Transcribe Transcribe
+	// Busy overrides the platform's busy mode where set.
+	Busy string
 }
 
 // Limits are optional per-user budgets; zero fields are off.
@@ -245,6 +252,9 @@ type Platform struct {
 	Limits Limits
 	// Transcribe says how voice notes become text; off unless written.
 	Transcribe Transcribe
+	// Busy is what a message sent while its conversation's turn runs
+	// does: engine.BusyQueue (the default), BusyInterrupt or BusyCollect.
+	Busy string
 	Access
 }
 
@@ -329,6 +339,26 @@ func (c *Config) LimitsFor(conv core.ConversationKey) Limits {
 		}
 	}
 	return l
+}
+
+// BusyFor returns conv's busy mode: the first matching route's, where set,
+// else its platform's, else engine.BusyQueue.
+func (c *Config) BusyFor(conv core.ConversationKey) string {
+	mode := engine.BusyQueue
+	for _, a := range c.Accounts {
+		if a.Name == conv.Platform && a.Section.Shared().Busy != "" {
+			mode = a.Section.Shared().Busy
+		}
+	}
+	for _, r := range c.Routes {
+		if r.Matches(conv) {
+			if r.Busy != "" {
+				mode = r.Busy
+			}
+			break
+		}
+	}
+	return mode
 }
 
 // OfferedProfiles returns, sorted, every profile /agent may offer in the
@@ -478,6 +508,7 @@ func defaults() Config {
 		Store:              "agentbridge.db",
 		QueueDepth:         5,
 		MaxConcurrentTurns: engine.DefaultMaxTurns,
+		OnSaturated:        agentproc.SaturatedQueue,
 		DedupTTL:           24 * time.Hour,
 		ShutdownGrace:      30 * time.Second,
 		Presenter: Presenter{

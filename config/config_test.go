@@ -301,6 +301,7 @@ func TestDefaults(t *testing.T) {
 		Files:          config.Files{MaxPerTurn: 10, MaxBytesPerTurn: 50_000_000},
 
 		MaxConcurrentTurns: 20,
+		OnSaturated:        "queue",
 		Log:                config.Log{Level: "info", Format: "text"},
 	}
 	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(config.Config{}), cmpopts.IgnoreFields(config.Config{}, "Accounts")); diff != "" {
@@ -640,6 +641,50 @@ routes:
 	} {
 		if got := cfg.LimitsFor(tt.conv); got != tt.want {
 			t.Errorf("LimitsFor(%v) = %+v, want %+v", tt.conv, got, tt.want)
+		}
+	}
+}
+
+// BusyFor: the platform's busy mode, overridden by the first matching
+// route's where it sets one; queue where neither does. A value that is not
+// a mode, and on_saturated's, are reported at their line.
+func TestBusyFor(t *testing.T) {
+	const file = `profiles: {demo: builtin:demo}
+default_profile: demo
+on_saturated: reject
+telegram: {busy: collect}
+routes:
+  - {platform: telegram, channel: "42", profile: demo, busy: interrupt}
+  - {platform: telegram, channel: "7", profile: demo}
+`
+	cfg, err := parse([]byte(file), "c.yaml", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.OnSaturated != "reject" {
+		t.Errorf("OnSaturated = %q, want reject", cfg.OnSaturated)
+	}
+	for _, tt := range []struct {
+		conv core.ConversationKey
+		want string
+	}{
+		{core.ConversationKey{Platform: "telegram", Channel: "42"}, "interrupt"},
+		{core.ConversationKey{Platform: "telegram", Channel: "7"}, "collect"},
+		{core.ConversationKey{Platform: "telegram", Channel: "9"}, "collect"},
+		{core.ConversationKey{Platform: "slack", Channel: "42"}, "queue"},
+	} {
+		if got := cfg.BusyFor(tt.conv); got != tt.want {
+			t.Errorf("BusyFor(%v) = %q, want %q", tt.conv, got, tt.want)
+		}
+	}
+	_, err = parse([]byte(head+"on_saturated: drop\nslack: {busy: steer}\nroutes: [{profile: demo, busy: later}]\n"), "c.yaml", env(nil))
+	for _, want := range []string{
+		`c.yaml:3: on_saturated: must be one of queue, reject, got "drop"`,
+		`c.yaml:4: slack.busy: must be one of queue, interrupt, collect, got "steer"`,
+		`c.yaml:5: routes[0].busy: must be one of queue, interrupt, collect, got "later"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not contain %q", err, want)
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/engine"
 	"github.com/agentbridge/agentbridge/internal/yamlnode"
 )
 
@@ -171,6 +173,7 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 		{"queue_depth", intField(d, &c.QueueDepth, 1, 100)},
 		{"max_concurrent_turns", intField(d, &c.MaxConcurrentTurns, 1, 10000)},
 		{"max_concurrent_turns_per_user", intField(d, &c.MaxConcurrentTurnsPerUser, 0, 10000)},
+		{"on_saturated", d.enum(&c.OnSaturated, agentproc.SaturatedQueue, agentproc.SaturatedReject)},
 		{"dedup_ttl", d.duration(&c.DedupTTL, true)},
 		{"shutdown_grace", d.duration(&c.ShutdownGrace, false)},
 		{"idle_timeout", d.duration(&c.IdleTimeout, false)},
@@ -254,6 +257,7 @@ func (d *decoder) platformFields(p *Platform) []field {
 		{"approvers", d.list(&p.Approvers)},
 		{"profiles", d.list(&p.Profiles)},
 		{"transcribe", d.transcribe(&p.Transcribe)},
+		{"busy", d.enum(&p.Busy, engine.BusyModes...)},
 	}, d.limitFields(&p.Limits)...)
 }
 
@@ -670,6 +674,7 @@ func (d *decoder) routes(n *yaml.Node, path string, c *Config) {
 			{"profile", d.str(&rt.Profile)},
 			{"profiles", d.list(&rt.Profiles)},
 			{"transcribe", d.transcribe(&rt.Transcribe)},
+			{"busy", d.enum(&rt.Busy, engine.BusyModes...)},
 		}, d.limitFields(&rt.Limits)...)
 	})
 }

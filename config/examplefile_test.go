@@ -46,10 +46,10 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.QueueDepth != def.QueueDepth || cfg.MaxConcurrentTurns != def.MaxConcurrentTurns ||
-		cfg.MaxConcurrentTurnsPerUser != def.MaxConcurrentTurnsPerUser || cfg.Presenter != def.Presenter || cfg.Log != def.Log ||
+		cfg.MaxConcurrentTurnsPerUser != def.MaxConcurrentTurnsPerUser || cfg.OnSaturated != def.OnSaturated || cfg.Presenter != def.Presenter || cfg.Log != def.Log ||
 		slackOf(cfg).Mode != slackOf(def).Mode || telegramOf(cfg).MaxFileBytes != telegramOf(def).MaxFileBytes ||
 		discordOf(cfg).SessionScope != discordOf(def).SessionScope || telegramOf(cfg).Drafts != telegramOf(def).Drafts ||
-		slackOf(cfg).NativeStreaming != slackOf(def).NativeStreaming {
+		slackOf(cfg).NativeStreaming != slackOf(def).NativeStreaming || slackOf(cfg).Busy != "queue" {
 		t.Errorf("the example's values differ from the defaults:\n%+v", cfg)
 	}
 	if w := cfg.Warnings(); len(w) != 0 {

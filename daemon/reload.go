@@ -111,6 +111,8 @@ func EngineSettings(cfg *config.Config, profs map[string]*agentproc.Profile) *en
 		// Agents at once; the engine keeps the share within the cap.
 		MaxTurns:        cfg.MaxConcurrentTurns,
 		MaxTurnsPerUser: cfg.MaxConcurrentTurnsPerUser,
+		OnSaturated:     cfg.OnSaturated,
+		Busy:            cfg.BusyFor,
 		DedupTTL:        cfg.DedupTTL,
 		IdleTimeout:     cfg.IdleTimeout,
 		Files:           engine.FileLimits{PerTurn: cfg.Files.MaxPerTurn, BytesPerTurn: cfg.Files.MaxBytesPerTurn},

@@ -57,7 +57,22 @@ type Profile struct {
 	// bridge's (profile key user:; a bridge extension, for a bridge that
 	// runs as root). Its HOME, USER and LOGNAME are the agent's too.
 	User *AgentUser
+	// MaxConcurrent caps this profile's agents running at once over the
+	// bridge (profile key max_concurrent, after the upstream Concurrency
+	// section; a bridge extension); 0 is no cap of its own.
+	MaxConcurrent int
+	// OnSaturated is what a turn does when MaxConcurrent agents of the
+	// profile run: SaturatedQueue waits for one to finish, SaturatedReject
+	// refuses it at once; "" is the bridge's on_saturated.
+	OnSaturated string
 }
+
+// What a turn does when a cap on agents at once is reached
+// (Profile.OnSaturated, the bridge's on_saturated).
+const (
+	SaturatedQueue  = "queue"
+	SaturatedReject = "reject"
+)
 
 // Dir returns the value of {{PROFILE_DIR}}: the directory holding the
 // profile file, or "" when the profile was not loaded from a file (P-PROF-3).
@@ -251,6 +266,27 @@ func (pp *profileParser) parse(doc *yaml.Node) {
 			}
 		}},
 		{"approvers_only", func(v *yaml.Node, key string) { p.ApproversOnly = pp.boolean(v, key) }},
+		{"max_concurrent", func(v *yaml.Node, key string) {
+			if v.Kind != yaml.ScalarNode || v.Tag != "!!int" {
+				pp.errorf(v.Line, key, "%s", yamlnode.Expected("a whole number", v))
+				return
+			}
+			n, err := strconv.Atoi(v.Value)
+			if err != nil || n < 1 || n > 10000 {
+				pp.errorf(v.Line, key, "must be from 1 to 10000, got %s", v.Value)
+				return
+			}
+			p.MaxConcurrent = n
+		}},
+		{"on_saturated", func(v *yaml.Node, key string) {
+			if s, ok := pp.str(v, key); ok {
+				if s != SaturatedQueue && s != SaturatedReject {
+					pp.errorf(v.Line, key, "must be %s or %s, got %q", SaturatedQueue, SaturatedReject, s)
+					return
+				}
+				p.OnSaturated = s
+			}
+		}},
 		{"pick_users", func(v *yaml.Node, key string) {
 			if l := pp.strList(v, key); l != nil {
 				p.PickUsers = l

@@ -37,11 +37,14 @@ permission_timeout_secs: 60
 description: Claude Code, read-only plan mode
 approvers_only: true
 pick_users: [U1, "1001"]
+max_concurrent: 2
+on_saturated: reject
 `, Profile{
 			Name: "coder", Command: "/path with spaces/my agent", Args: []string{"{{PROFILE_DIR}}/bridge.py", "--port", "8080"},
 			Cwd: "work", Env: map[string]string{"MY_API_KEY": "${MY_API_KEY}", "DEBUG": "1"}, EnvAllowlist: []string{"MY_API_KEY"},
 			Timeout: 600 * time.Second, KillGrace: 2500 * time.Millisecond, Streaming: true, Permission: true, PermissionTimeout: time.Minute,
 			Description: "Claude Code, read-only plan mode", ApproversOnly: true, PickUsers: []string{"U1", "1001"},
+			MaxConcurrent: 2, OnSaturated: SaturatedReject,
 		}},
 		{"permission timeout clamped to the turn", "command: x\ntimeout_secs: 10\n", Profile{
 			Name: "agent", Command: "x", Timeout: 10 * time.Second, KillGrace: DefaultKillGrace, PermissionTimeout: 10 * time.Second,
@@ -100,9 +103,11 @@ env:
 			"p.yaml:2: command: set twice (first at line 1)",
 			"p.yaml:3: timeout_secs: must be greater than zero",
 		}},
-		{"bad bridge keys", "command: a\ndescription: \"two\\nlines\"\napprovers_only: maybe\n", []string{
+		{"bad bridge keys", "command: a\ndescription: \"two\\nlines\"\napprovers_only: maybe\nmax_concurrent: 0\non_saturated: drop\n", []string{
 			"p.yaml:2: description: must be one line of at most 100 characters",
 			"p.yaml:3: approvers_only: expected true or false, got the string \"maybe\"",
+			"p.yaml:4: max_concurrent: must be from 1 to 10000, got 0",
+			"p.yaml:5: on_saturated: must be queue or reject, got \"drop\"",
 		}},
 		// The config's wording, suggestion and all: one YAML vocabulary.
 		{"unknown and twice", "command: a\ncolour: blue\nenv:\n  A: x\n  A: y\n", []string{

@@ -109,6 +109,9 @@ func (e *Engine) cmdHelp(ctx context.Context, c commandCall) {
 
 func (e *Engine) cmdStop(ctx context.Context, c commandCall) {
 	stopped, dropped := e.lanes.Stop(c.key, ErrStoppedByUser, true)
+	e.mu.Lock()
+	delete(e.collecting, c.key) // the burst it counted is gone
+	e.mu.Unlock()
 	e.dropped(ctx, dropped, "⏹ Cancelled: /stop was sent before this message ran.")
 	switch {
 	case stopped && len(dropped) > 0:

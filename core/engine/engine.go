@@ -28,6 +28,8 @@ var (
 	ErrStoppedByUser = errors.New("stopped by user")
 	// ErrShuttingDown: the bridge is shutting down and the drain deadline passed.
 	ErrShuttingDown = errors.New("bridge shutting down")
+	// ErrInterrupted: a newer message (busy: interrupt, or ⏭) stopped the turn.
+	ErrInterrupted = errors.New("interrupted by a newer message")
 )
 
 // PlatformSettings are the per-platform parts of Settings.
@@ -67,6 +69,15 @@ type Settings struct {
 	// MaxTurns, rounded up; never more than MaxTurns). A turn beyond them
 	// waits on its conversation's lane for a slot.
 	MaxTurns, MaxTurnsPerUser int
+	// OnSaturated is what a turn does when MaxTurns agents run:
+	// agentproc.SaturatedQueue ("" too) waits for a slot,
+	// agentproc.SaturatedReject refuses it at once. A profile's own cap
+	// (Profile.MaxConcurrent) follows the profile's OnSaturated, else this.
+	OnSaturated string
+	// Busy returns a conversation's busy mode: what a message sent while
+	// its turn runs does (BusyQueue, BusyInterrupt, BusyCollect); nil or
+	// "" is BusyQueue.
+	Busy func(core.ConversationKey) string
 
 	Presenter PresenterSettings
 	// Files bounds the files an agent sends back in one turn; zero
@@ -120,7 +131,8 @@ type Engine struct {
 	lanes    *lane.Lanes[core.ConversationKey] // turns, by session key
 	intake   *lane.Lanes[core.ConversationKey] // events not yet handled, by conversation
 	gate     *drainGate
-	slots    *slots // agents running at once
+	slots    *slots        // agents running at once
+	arrivals atomic.Uint64 // numbers events in the order they are handed over
 
 	mu        sync.Mutex
 	platforms map[string]core.Platform
@@ -130,9 +142,13 @@ type Engine struct {
 	// unanswerable names platforms whose prompts nobody can answer any
 	// more (DenyPrompts), with the reason.
 	unanswerable map[string]string
-	quiet        map[quietKey]struct{}                 // notices sent once per burst
-	refused      map[string]time.Time                  // last refusal, by platform and user
-	overflowed   map[core.ConversationKey]core.Message // first message dropped by a full intake
+	quiet        map[quietKey]struct{}                   // notices sent once per burst
+	refused      map[string]time.Time                    // last refusal, by platform and user
+	overflowed   map[core.ConversationKey]core.Message   // first message dropped by a full intake
+	collecting   map[core.ConversationKey]*collectNotice // busy: collect's notice of the burst, by lane key
+	// interrupting holds the queued turns (by id) whose message stopped
+	// the turn before them (busy: interrupt), until they start.
+	interrupting sync.Map
 }
 
 // New returns an engine persisting through st.
@@ -168,6 +184,7 @@ func New(st core.Store, s *Settings, opts Options) *Engine {
 		quiet:        map[quietKey]struct{}{},
 		refused:      map[string]time.Time{},
 		overflowed:   map[core.ConversationKey]core.Message{},
+		collecting:   map[core.ConversationKey]*collectNotice{},
 		gate:         newDrainGate(),
 	}
 	e.Reload(s)
@@ -268,8 +285,9 @@ func (ps PlatformSettings) access() core.Access {
 
 // handleMessage handles one message on its conversation's intake; late is
 // set for a message handed over after draining began.
-func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Message, late bool) {
+func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Message, seq uint64, late bool) {
 	if m.Edits != "" {
+		e.slots.settle(seq) // an edit or deletion is no turn of its own
 		e.handleEdit(ctx, p, m)
 		return
 	}
@@ -283,11 +301,12 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 	// a flood that saves a disk sync per message.
 	busy, waiting := false, 0
 	if !isCmd && allowed && !late {
-		busy, waiting = e.full(key, s)
+		busy, waiting = e.full(key, m.Conv, s)
 	}
 
 	obs := e.opts.Observer
 	if isCmd || !allowed || late || busy {
+		e.slots.settle(seq) // not a turn: before any answer's wait
 		if e.seen(ctx, p, m, nil) {
 			obs.Message(p.Name(), "duplicate")
 			return
@@ -324,6 +343,7 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 		return
 	}
 	if text := e.overLimit(ctx, s, p.Name(), m); text != "" {
+		e.slots.settle(seq)
 		if !e.seen(ctx, p, m, nil) {
 			accepted(m)
 			obs.Message(p.Name(), "limited")
@@ -331,7 +351,7 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 		}
 		return
 	}
-	t := &turn{id: newID(), plat: p, msg: m, key: key, queuedAt: time.Now()}
+	t := &turn{id: newID(), plat: p, msg: m, key: key, queuedAt: time.Now(), seq: seq}
 	// Dedup and the journal entry share one write: a crash after it is
 	// reported on restart instead of losing the message silently.
 	// The entry keeps the message, so a crash before its agent starts
@@ -352,10 +372,15 @@ func accepted(m core.Message) {
 }
 
 // full reports whether key's lane has a turn running and its queue at the
-// configured depth, and how many wait.
-func (e *Engine) full(key core.ConversationKey, s *Settings) (bool, int) {
+// configured depth, and how many wait. In collect mode (conv's) the
+// messages queued become one turn, so a burst may hold collectDepth.
+func (e *Engine) full(key, conv core.ConversationKey, s *Settings) (bool, int) {
 	_, running, queued := e.lanes.Status(key)
-	return running && queued >= s.QueueDepth, queued
+	depth := s.QueueDepth
+	if s.busy(conv) == BusyCollect {
+		depth = max(depth, collectDepth)
+	}
+	return running && queued >= depth, queued
 }
 
 // seen drops a platform's redelivery of a message already handled (and

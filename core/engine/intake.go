@@ -55,6 +55,7 @@ type event struct {
 	msg core.Message
 	act *core.Action
 	sub *submitted // a turn nobody typed (Submit)
+	seq uint64     // the order it was handed over in, over all conversations
 	// early is set for events handed over before draining began: they are
 	// handled as usual, and Shutdown waits for them.
 	early bool
@@ -74,10 +75,16 @@ func (ev *event) conv() core.ConversationKey {
 // platform or the store.
 func (e *Engine) take(ctx context.Context, p core.Platform, ev event) {
 	ev.p = p
+	ev.seq = e.arrivals.Add(1)
 	conv := ev.conv()
+	if ev.act == nil {
+		// A turn may come of it: later ones get no agent slot first.
+		e.slots.arrive(ev.seq)
+	}
 	ev.early = e.gate.enter()
 	_, err := e.intake.Enqueue(conv, lane.Job{Run: func(jctx context.Context) {
 		defer e.gate.leave(ev.early)
+		defer e.slots.settle(ev.seq) // every path not handed to a lane
 		e.handle(jctx, ev)
 		if ev.msg.Handled != nil {
 			ev.msg.Handled()
@@ -90,6 +97,7 @@ func (e *Engine) take(ctx context.Context, p core.Platform, ev event) {
 		return
 	}
 	e.gate.leave(ev.early)
+	e.slots.settle(ev.seq)
 	result := "overflow"
 	if errors.Is(err, lane.ErrClosed) {
 		result = "draining" // the engine has shut down
@@ -140,11 +148,11 @@ func (e *Engine) takeOverflow(conv core.ConversationKey) (core.Message, bool) {
 // handle handles one event on its conversation's intake worker.
 func (e *Engine) handle(ctx context.Context, ev event) {
 	if ev.sub != nil {
-		e.handleSubmission(ctx, ev.p, ev.sub, !ev.early)
+		e.handleSubmission(ctx, ev.p, ev.sub, ev.seq, !ev.early)
 		return
 	}
 	if ev.act == nil {
-		e.handleMessage(ctx, ev.p, ev.msg, !ev.early)
+		e.handleMessage(ctx, ev.p, ev.msg, ev.seq, !ev.early)
 		return
 	}
 	a := *ev.act

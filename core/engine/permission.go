@@ -285,18 +285,13 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 		e.agentPress(ctx, p, a, name)
 		return
 	}
+	if id, ok := strings.CutPrefix(a.Value, nextButton); ok {
+		e.nextPress(ctx, p, a, id)
+		return
+	}
 	ps := e.cfg().platform(p.Name())
 	to := core.Message{Conv: a.Conv}
-	// Someone who may not use the bot here hears why their press did
-	// nothing as they hear it for messages: once in a while.
-	stranger := !ps.allowed(a.Conv, a.From.ID) && !ps.approver(a.From.ID)
-	answer := func(text string) {
-		if stranger {
-			e.refuse(ctx, p, a.Reply, to, a.From.ID, text)
-		} else {
-			e.private(ctx, p, a.Reply, to, text)
-		}
-	}
+	answer := func(text string) { e.pressAnswer(ctx, p, a, text) }
 	if token, ok := strings.CutPrefix(a.Value, retryButton); ok {
 		e.retryPress(ctx, p, a, token, answer)
 		return
@@ -383,9 +378,17 @@ func (e *Engine) handleAction(ctx context.Context, p core.Platform, a core.Actio
 func (e *Engine) DenyPrompts(platform, why string) {
 	e.mu.Lock()
 	e.unanswerable[platform] = why
+	e.mu.Unlock()
+	e.denyPrompts(func(pr *prompt) bool { return pr.turn.plat.Name() == platform }, why)
+}
+
+// denyPrompts denies the open prompts which holds for, telling the agent
+// why; each prompt says "❌ Denied: why."
+func (e *Engine) denyPrompts(which func(*prompt) bool, why string) {
+	e.mu.Lock()
 	var waiting []*prompt
 	for _, pr := range e.prompts {
-		if pr.turn.plat.Name() == platform {
+		if which(pr) {
 			waiting = append(waiting, pr)
 		}
 	}

@@ -137,7 +137,7 @@ func (s *submitted) done(obs Observer, platform string) {
 
 // handleSubmission queues a submitted turn on its conversation's intake;
 // late is set when draining has begun.
-func (e *Engine) handleSubmission(ctx context.Context, p core.Platform, sub *submitted, late bool) {
+func (e *Engine) handleSubmission(ctx context.Context, p core.Platform, sub *submitted, seq uint64, late bool) {
 	s := e.cfg()
 	ps := s.platform(p.Name())
 	scope := ps.Scope
@@ -146,7 +146,7 @@ func (e *Engine) handleSubmission(ctx context.Context, p core.Platform, sub *sub
 		scope = core.ScopeChannel
 	}
 	m := core.Message{Conv: sub.Conv, Text: sub.Text, From: core.User{Name: sub.label()}, Time: time.Now()}
-	t := &turn{id: sub.id, plat: p, msg: m, key: scope.SessionKey(m.Conv, ""), queuedAt: m.Time, sub: sub}
+	t := &turn{id: sub.id, plat: p, msg: m, key: scope.SessionKey(m.Conv, ""), queuedAt: m.Time, sub: sub, seq: seq}
 	log := e.log.With("conv", m.Conv, "turn", t.id, "origin", sub.Origin)
 	if sub.Name != "" {
 		log = log.With("schedule", sub.Name)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
@@ -27,6 +28,9 @@ type turn struct {
 	key      core.ConversationKey // lane and session key
 	queuedAt time.Time
 	sub      *submitted // set for a turn nobody typed (Submit)
+	seq      uint64     // arrival order over all conversations (the agent cap's order)
+	// interrupted is set once a newer message stopped it (stopFor).
+	interrupted atomic.Bool
 
 	// Set when the turn starts running, read by /status.
 	mu           sync.Mutex
@@ -46,6 +50,9 @@ type turn struct {
 	notice  core.MessageRef // the queued notice, once posted
 	edit    *core.Message   // the message as last edited, if it was
 	deleted bool
+	// unskip is the queued notice without its ⏭ button, which begin's
+	// caller puts back once the turn starts; zero when it has none.
+	unskip core.Post
 }
 
 // entry is t's journal entry as it stands before its agent starts: what
@@ -167,16 +174,19 @@ func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 			e.say(ctx, p, m, text)
 		}
 	}
-	if full, queued := e.full(t.key, s); full {
+	if full, queued := e.full(t.key, t.msg.Conv, s); full {
+		e.slots.settle(t.seq)
 		t.ended("busy", "", "")
 		e.forget(ctx, t)
 		busy(fmt.Sprintf(textBusy, queued))
 		return
 	}
-	e.mu.Lock()
-	e.queued[t.id] = t
-	e.mu.Unlock()
-	pos, err := e.lanes.Enqueue(t.key, lane.Job{ID: t.id, Run: func(ctx context.Context) { e.run(ctx, t) }})
+	pos, cn, err := e.queue(t, s)
+	if err == nil && pos == 0 {
+		e.slots.handoff(t.seq) // its lane starts it: acquire is next
+	} else {
+		e.slots.settle(t.seq) // queued behind its lane's turn, or not at all
+	}
 	switch {
 	case errors.Is(err, lane.ErrFull):
 		t.ended("busy", "", "")
@@ -196,11 +206,7 @@ func (e *Engine) enqueue(ctx context.Context, t *turn, s *Settings) {
 		e.say(ctx, p, m, "⚠️ Could not queue your message: "+err.Error())
 		return
 	case pos > 0:
-		post := core.Post{Text: fmt.Sprintf("⏳ Queued — position %d. I'll answer when the current turn is done.", pos), Plain: true, ReplyTo: m.ID}
-		if ref := e.notice(ctx, p, m, post); ref.ID != "" && t.sub == nil {
-			// Kept, so a restart edits it rather than posting another.
-			e.beforeStart(ctx, t, func() { t.notice = ref })
-		}
+		e.arrived(ctx, t, s, pos, cn)
 	}
 	e.reset(quietBusy, m.Conv) // the burst is over: the queue took a message
 	if t.sub == nil {
@@ -213,6 +219,8 @@ func (e *Engine) forget(ctx context.Context, t *turn) {
 	e.mu.Lock()
 	delete(e.queued, t.id)
 	e.mu.Unlock()
+	e.interrupting.Delete(t.id)
+	e.slots.done(t.seq) // if it never asked for a slot, later turns need not wait for it
 	if err := e.store.JournalDelete(context.WithoutCancel(ctx), t.id); err != nil {
 		e.log.WarnContext(ctx, "journal delete failed", "turn", t.id, "err", err)
 	}
@@ -265,13 +273,25 @@ func (e *Engine) run(ctx context.Context, t *turn) {
 		log.InfoContext(ctx, "queued message deleted before its turn started; not run")
 		return
 	}
+	e.interrupting.Delete(t.id)
+	e.unbutton(ctx, t)
+	if e.superseded(t, s) {
+		log.InfoContext(ctx, "turn interrupted before it started")
+		t.ended("stopped", "", "")
+		e.say(ctx, t.plat, t.msg, textInterrupted)
+		return
+	}
 
-	release, ok := e.takeSlot(ctx, t, log)
+	r := &turnRun{e: e, t: t, s: s, log: log}
+	r.pick(ctx)
+	release, ok := e.takeSlot(ctx, t, log, r.profileName, r.prof)
 	if !ok {
 		return
 	}
 	defer release()
-	r := &turnRun{e: e, t: t, s: s, log: log}
+	if s.busy(t.msg.Conv) == BusyCollect && t.sub == nil {
+		e.merge(ctx, t, s)
+	}
 	// The reply must outlive the turn: a stopped turn still gets its
 	// "stopped" edit. FinalTimeout bounds it once the agent is done.
 	r.pctx, r.pcancel = context.WithCancel(e.base)
@@ -318,9 +338,9 @@ func (r *turnRun) cleanup() {
 	r.pcancel()
 }
 
-// prepare readies the turn for its agent, reporting false when it ends
-// here (no profile, no session, nothing to send: its sender told).
-func (r *turnRun) prepare(ctx context.Context) bool {
+// pick chooses the turn's profile, before it takes an agent slot (the
+// profile may have a cap of its own).
+func (r *turnRun) pick(ctx context.Context) {
 	e, t, s, m := r.e, r.t, r.s, r.t.msg
 	profileName, prof, fallback := e.pickProfile(ctx, s, m.Conv, t.key)
 	if t.sub != nil && t.sub.Profile != "" {
@@ -329,6 +349,14 @@ func (r *turnRun) prepare(ctx context.Context) bool {
 	if fallback != "" {
 		e.say(ctx, t.plat, m, fallback)
 	}
+	r.profileName, r.prof = profileName, prof
+}
+
+// prepare readies the turn for its agent, reporting false when it ends
+// here (no profile, no session, nothing to send: its sender told).
+func (r *turnRun) prepare(ctx context.Context) bool {
+	e, t, s, m := r.e, r.t, r.s, r.t.msg
+	profileName, prof := r.profileName, r.prof
 	if t.sub != nil {
 		r.log = r.log.With("origin", t.sub.Origin)
 		if t.sub.Name != "" {
@@ -350,7 +378,7 @@ func (r *turnRun) prepare(ctx context.Context) bool {
 	t.mu.Lock()
 	t.profileName, t.sessionName = profileName, sessName
 	t.mu.Unlock()
-	r.profileName, r.prof, r.sessName = profileName, prof, sessName
+	r.sessName = sessName
 	r.saver = &sessionSaver{e: e, log: r.log, key: t.key, name: sessName, profile: profileName, known: sess.AgentID(profileName)}
 
 	// The entry written at enqueue stands; the journal rewrites it as the
@@ -507,26 +535,53 @@ func (r *turnRun) settle(ctx context.Context, out agentproc.Outcome, err error) 
 	}
 }
 
-// takeSlot waits until t may start an agent (the cap on agents at once and
-// its user's share), telling the sender when it has to wait. It returns the
-// slot's release, safe to call twice, or false when the turn was stopped
-// while waiting (its sender told).
-func (e *Engine) takeSlot(ctx context.Context, t *turn, log *slog.Logger) (func(), bool) {
-	user := t.plat.Name() + "\x00" + t.msg.From.ID
-	if t.sub != nil {
-		user = "\x00" + t.sub.Origin // whoever configured it: one user per origin
+// takeSlot waits until t may start an agent of profile (the cap on agents
+// at once, the profile's and its user's share), telling the sender when it
+// has to wait in one notice kept up to date. It returns the slot's
+// release, safe to call twice, or false when the turn was refused (a cap
+// that rejects is reached) or stopped while waiting (its sender told).
+func (e *Engine) takeSlot(ctx context.Context, t *turn, log *slog.Logger, profile string, prof *agentproc.Profile) (func(), bool) {
+	s := e.cfg()
+	ask := slotAsk{
+		user:        t.plat.Name() + "\x00" + t.msg.From.ID,
+		profile:     profile,
+		seq:         t.seq,
+		rejectTotal: s.OnSaturated == agentproc.SaturatedReject,
 	}
-	waited := false
-	release, err := e.slots.acquire(ctx, user, func(w *slotWait, f slotFull) {
+	if t.sub != nil {
+		ask.user = "\x00" + t.sub.Origin // whoever configured it: one user per origin
+	}
+	ask.rejectProfile = ask.rejectTotal
+	if prof != nil {
+		ask.profCap = prof.MaxConcurrent
+		if prof.OnSaturated != "" {
+			ask.rejectProfile = prof.OnSaturated == agentproc.SaturatedReject
+		}
+	}
+	var notice core.MessageRef
+	posted := false
+	release, full, err := e.slots.acquire(ctx, ask, func(w *slotWait, f slotFull) {
+		post := core.Post{Text: f.notice(), Plain: true, ReplyTo: t.msg.ID}
+		if posted {
+			// The same notice, kept up to date as turns ahead start.
+			if notice.ID == "" {
+				return
+			}
+			if err := stream.Edit(ctx, t.plat, notice, post); err != nil {
+				log.DebugContext(ctx, "waiting notice could not be updated", "err", err)
+			}
+			return
+		}
+		posted = true
 		t.mu.Lock()
 		t.slot = w
 		t.mu.Unlock()
-		waited = true
 		e.opts.Observer.TurnWaiting(t.plat.Name(), 1)
-		log.InfoContext(ctx, "turn waits for a free agent slot", "ahead", f.ahead, "user_share", f.perUser)
-		e.say(ctx, t.plat, t.msg, f.notice())
+		log.InfoContext(ctx, "turn waits for a free agent slot", "ahead", f.ahead, "user_share", f.perUser, "profile_cap", f.profile != "")
+		notice = e.notice(ctx, t.plat, t.msg, post)
 	})
 	t.mu.Lock()
+	waited := t.slot != nil
 	t.slot = nil
 	t.mu.Unlock()
 	if waited {
@@ -535,11 +590,19 @@ func (e *Engine) takeSlot(ctx context.Context, t *turn, log *slog.Logger) (func(
 	if err == nil {
 		return sync.OnceFunc(release), true
 	}
-	t.ended("cancelled", "", "")
 	text := "⏹ Stopped before its agent started."
-	if errors.Is(err, ErrShuttingDown) {
+	switch {
+	case errors.Is(err, errSaturated):
+		t.ended("busy", "", "")
+		log.InfoContext(ctx, "turn refused: every agent slot is busy (on_saturated: reject)", "profile_cap", full.profile != "")
+		e.say(ctx, t.plat, t.msg, full.rejected())
+		return nil, false
+	case errors.Is(err, ErrShuttingDown):
 		text = "⏹ Not run: the bridge is shutting down. Please send this again in a minute."
+	case errors.Is(err, ErrInterrupted):
+		text = textInterrupted
 	}
+	t.ended("cancelled", "", "")
 	sctx, cancel := context.WithTimeout(e.base, e.opts.FinalTimeout)
 	defer cancel()
 	e.say(sctx, t.plat, t.msg, text)
@@ -605,6 +668,8 @@ func finalFor(out agentproc.Outcome, footer bool) stream.Final {
 	switch {
 	case out.TimedOut:
 		f.Notice = "⏱ " + out.Failure()
+	case errors.Is(out.Stopped, ErrInterrupted):
+		f.Notice = textInterrupted
 	case out.Stopped != nil && errors.Is(out.Stopped, ErrShuttingDown):
 		f.Notice = "⏹ Stopped: the bridge is shutting down."
 	case errors.As(out.Stopped, &idle):

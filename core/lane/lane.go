@@ -7,6 +7,7 @@ package lane
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -165,6 +166,74 @@ func (l *Lanes[K]) Stop(k K, cause error, dropQueued bool) (stopped bool, droppe
 		stopped = true
 	}
 	return stopped, dropped
+}
+
+// Front moves k's queued job with id ahead of the others, behind only the
+// leading jobs for which behind holds (nil: none), so it runs next or right
+// after them; it reports whether the job was queued.
+func (l *Lanes[K]) Front(k K, id string, behind func(Job) bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.lanes[k]
+	if ln == nil {
+		return false
+	}
+	i := slices.IndexFunc(ln.queue, func(j Job) bool { return j.ID == id })
+	if i < 0 {
+		return false
+	}
+	at := 0
+	for at < i && behind != nil && behind(ln.queue[at]) {
+		at++
+	}
+	j := ln.queue[i]
+	copy(ln.queue[at+1:i+1], ln.queue[at:i])
+	ln.queue[at] = j
+	return true
+}
+
+// Next returns the id of the job k runs next, if any is queued.
+func (l *Lanes[K]) Next(k K) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.lanes[k]
+	if ln == nil || len(ln.queue) == 0 {
+		return "", false
+	}
+	return ln.queue[0].ID, true
+}
+
+// StopRunning cancels k's running job with cause when its id is id, and
+// reports whether it did: a stop meant for one job never hits the next.
+func (l *Lanes[K]) StopRunning(k K, id string, cause error) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.lanes[k]
+	if ln == nil || ln.cancel == nil || ln.running.ID != id {
+		return false
+	}
+	ln.cancel(cause)
+	return true
+}
+
+// TakeWhile removes and returns the jobs at the front of k's queue for
+// which ok holds, up to the first for which it does not: the jobs that
+// would run next, taken to be run together by the caller.
+func (l *Lanes[K]) TakeWhile(k K, ok func(Job) bool) []Job {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.lanes[k]
+	if ln == nil {
+		return nil
+	}
+	n := 0
+	for n < len(ln.queue) && ok(ln.queue[n]) {
+		n++
+	}
+	taken := append([]Job(nil), ln.queue[:n]...)
+	ln.queue = ln.queue[n:]
+	l.queued -= n
+	return taken
 }
 
 // Active reports how many keys have a running or queued job.

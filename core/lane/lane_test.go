@@ -201,3 +201,58 @@ func TestBoundedTotal(t *testing.T) {
 		l.Wait()
 	})
 }
+
+// TestFrontAndTakeWhile: a queued job moved to the front runs next; the
+// jobs taken off the front do not run, and the rest keep their order.
+func TestFrontAndTakeWhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New[string](t.Context(), 10)
+		var mu sync.Mutex
+		var ran []string
+		first := newGate()
+		if _, err := l.Enqueue("c", first.job("1", &ran, &mu)); err != nil {
+			t.Fatal(err)
+		}
+		<-first.started
+		for _, id := range []string{"2", "3", "4", "5"} {
+			if _, err := l.Enqueue("c", Job{ID: id, Run: func(context.Context) { mu.Lock(); ran = append(ran, id); mu.Unlock() }}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !l.Front("c", "4", nil) {
+			t.Fatal("Front(4) = false, want true: it is queued")
+		}
+		if l.Front("c", "9", nil) || l.Front("other", "4", nil) {
+			t.Fatal("Front of a job not queued reported true")
+		}
+		// 5 goes behind 4, which it lets stay ahead: 4 5 2 3.
+		if !l.Front("c", "5", func(j Job) bool { return j.ID == "4" }) {
+			t.Fatal("Front(5) = false, want true: it is queued")
+		}
+		if l.StopRunning("c", "2", errors.New("not running")) {
+			t.Fatal("StopRunning stopped a job that is not running")
+		}
+		taken := l.TakeWhile("c", func(j Job) bool { return j.ID != "2" })
+		var ids []string
+		for _, j := range taken {
+			ids = append(ids, j.ID)
+		}
+		if diff := cmp.Diff([]string{"4", "5"}, ids); diff != "" {
+			t.Fatalf("TakeWhile took (-want +got):\n%s", diff)
+		}
+		if _, _, queued := l.Status("c"); queued != 2 {
+			t.Fatalf("queued = %d after taking two of four, want 2", queued)
+		}
+		stop := errors.New("stopped")
+		if !l.StopRunning("c", "1", stop) {
+			t.Fatal("StopRunning(1) = false, want true: it runs")
+		}
+		l.Wait()
+		if !errors.Is(first.cause, stop) {
+			t.Fatalf("running job's cause = %v, want %v", first.cause, stop)
+		}
+		if diff := cmp.Diff([]string{"1", "2", "3"}, ran); diff != "" {
+			t.Fatalf("ran (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -34,6 +34,12 @@ func Send(ctx context.Context, p core.Platform, conv core.ConversationKey, post 
 	return ref, err
 }
 
+// Edit changes ref, a one-off message sent outside any turn (a notice
+// kept up to date in place), retrying as Send does.
+func Edit(ctx context.Context, p core.Platform, ref core.MessageRef, post core.Post) error {
+	return deliver(ctx, true, func() error { return p.Edit(ctx, ref, post) })
+}
+
 // deliver runs write, a one-off post (edit: an edit), until the platform
 // shows it, ctx ends, or the policy gives up: rate limits are waited out
 // (up to oneOffMaxWait each) and other failures retried after the
