@@ -140,7 +140,8 @@ func TestServeDiscord(t *testing.T) {
 	var prompt discordtest.Message
 	waitDiscord(t, fake, "the permission prompt", func() bool {
 		for _, m := range fake.Messages("T1") {
-			if strings.Contains(string(m.Components), "custom_id") {
+			// The prompt, not the ⏭ of a queued notice.
+			if strings.Contains(string(m.Components), "custom_id") && strings.Contains(m.Content, "Permission needed") {
 				prompt = m
 				return true
 			}

@@ -316,7 +316,7 @@ func (e *Engine) status(ctx context.Context, key, conv core.ConversationKey) str
 		w := t.slot
 		t.mu.Unlock()
 		if w != nil {
-			if f, waits := e.slots.describe(w); waits {
+			if f, waits := e.slots.describe(w); waits && !f.order {
 				line = f.status()
 			}
 		}

@@ -97,6 +97,7 @@ func (s *slots) settle(seq uint64) {
 	if handed, ok := s.pending[seq]; ok && !handed {
 		delete(s.pending, seq)
 		s.grant()
+		s.moved()
 	}
 }
 
@@ -107,6 +108,7 @@ func (s *slots) done(seq uint64) {
 	if _, ok := s.pending[seq]; ok {
 		delete(s.pending, seq)
 		s.grant()
+		s.moved()
 	}
 }
 
@@ -117,6 +119,9 @@ type slotFull struct {
 	perUser bool   // it waits for its user's share
 	profile string // it waits for this profile's cap
 	total   int    // the cap it waits for (the share when perUser)
+	// order: no cap is reached, it only lets a message that arrived
+	// before it, still on its way, go first; nobody is told (a moment).
+	order bool
 }
 
 // acquire takes a slot for a, waiting until one is free or ctx ends
@@ -137,7 +142,7 @@ func (s *slots) acquire(ctx context.Context, a slotAsk, waiting func(*slotWait, 
 	delete(s.pending, a.seq)
 	s.grant()
 	full, granted := s.full(w)
-	if !granted && ((full.profile != "" && a.rejectProfile) || (full.profile == "" && !full.perUser && a.rejectTotal)) {
+	if !granted && !full.order && ((full.profile != "" && a.rejectProfile) || (full.profile == "" && !full.perUser && a.rejectTotal)) {
 		s.remove(w)
 		s.mu.Unlock()
 		return nil, full, errSaturated
@@ -147,16 +152,21 @@ func (s *slots) acquire(ctx context.Context, a slotAsk, waiting func(*slotWait, 
 	if granted {
 		return release, full, nil
 	}
-	waiting(w, full)
-	last := full
+	var last slotFull // what waiting was last told; zero before
+	tell := func(f slotFull) {
+		if !f.order && f != last {
+			last = f
+			waiting(w, f)
+		}
+	}
+	tell(full)
 	for {
 		select {
 		case <-w.ready:
 			return release, full, nil
 		case <-w.moved:
-			if f, waits := s.describe(w); waits && f != last {
-				last = f
-				waiting(w, f)
+			if f, waits := s.describe(w); waits {
+				tell(f)
 			}
 			continue
 		case <-ctx.Done():
@@ -221,9 +231,11 @@ func (s *slots) full(w *slotWait) (slotFull, bool) {
 	case w.profCap > 0 && s.byProfile[w.profile] >= w.profCap:
 		f.profile, f.total = w.profile, w.profCap
 		same = func(o *slotWait) bool { return o.profile == w.profile }
-	default:
+	case f.mine >= perUser:
 		f.perUser, f.total = true, perUser
 		same = func(o *slotWait) bool { return o.user == w.user }
+	default:
+		return slotFull{order: true}, false
 	}
 	for _, o := range s.waiting[:i] {
 		if same(o) {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 )
 
@@ -71,18 +72,27 @@ func TestSlotsOrderAndShare(t *testing.T) {
 func TestSlotsWaitForEarlierArrivals(t *testing.T) {
 	s := newSlots(func() (int, int) { return 5, 5 })
 	ctx := context.Background()
-	later := func(seq uint64) (<-chan func(), <-chan struct{}) {
-		got, waited := make(chan func(), 1), make(chan struct{}, 10)
+	// later asks for a slot as turn seq, which is not told it waits: no
+	// cap is reached, it only lets an earlier arrival go first.
+	later := func(seq uint64) <-chan func() {
+		got := make(chan func(), 1)
 		go func() {
-			rel, _, _ := s.acquire(ctx, slotAsk{user: "b", seq: seq}, func(*slotWait, slotFull) { waited <- struct{}{} })
+			rel, _, _ := s.acquire(ctx, slotAsk{user: "b", seq: seq}, func(_ *slotWait, f slotFull) { t.Errorf("turn %d told it waits: %+v", seq, f) })
 			got <- rel
 		}()
-		return got, waited
+		for {
+			s.mu.Lock()
+			n := len(s.waiting)
+			s.mu.Unlock()
+			if n == 1 {
+				return got
+			}
+			runtime.Gosched()
+		}
 	}
 	s.arrive(1)
 	s.handoff(1)
-	got, waited := later(2)
-	<-waited
+	got := later(2)
 	s.settle(1) // handed off: its turn is on its way, settle leaves it
 	select {
 	case <-got:
@@ -96,8 +106,7 @@ func TestSlotsWaitForEarlierArrivals(t *testing.T) {
 	rel2 := <-got
 
 	s.arrive(3)
-	got, waited = later(4)
-	<-waited
+	got = later(4)
 	s.settle(3) // a command, say: no turn comes of it
 	rel4 := <-got
 	rel1()
