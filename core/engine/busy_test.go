@@ -379,7 +379,9 @@ func TestProfileCap(t *testing.T) {
 		t.Errorf("waiting notice = %q", got)
 	}
 	release()
-	if !h.plat.Wait(ctx, func() bool { return slices.ContainsFunc(h.plat.Texts(other), func(s string) bool { return strings.Contains(s, "after you") }) }) {
+	if !h.plat.Wait(ctx, func() bool {
+		return slices.ContainsFunc(h.plat.Texts(other), func(s string) bool { return strings.Contains(s, "after you") })
+	}) {
 		t.Fatalf("the capped turn never ran: %q", h.plat.Texts(other))
 	}
 	h.idle()
