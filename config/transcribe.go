@@ -112,10 +112,11 @@ func (d *decoder) validateTranscribe(path string, t Transcribe) {
 			d.warn(d.line(sub("api_url")), sub("api_url"), "plain http beyond this host: the api_key and the audio cross the network readable")
 		}
 	default:
-		if slices.ContainsFunc(t.Command[:1], func(s string) bool { return strings.Contains(s, "{{FILE}}") }) {
-			d.fail(d.line(sub("command")), sub("command"), "the first entry is the program; {{FILE}} goes in its arguments")
-		} else if !slices.ContainsFunc(t.Command, func(s string) bool { return strings.Contains(s, "{{FILE}}") }) {
-			d.fail(d.line(sub("command")), sub("command"), "must pass the audio file: put {{FILE}} in an argument, e.g. [whisper-cli, -f, \"{{FILE}}\"]")
+		placeholder := func(s string) bool { return strings.Contains(s, "{{FILE}}") || strings.Contains(s, "{{WAV}}") }
+		if placeholder(t.Command[0]) {
+			d.fail(d.line(sub("command")), sub("command"), "the first entry is the program; {{FILE}} or {{WAV}} goes in its arguments")
+		} else if !slices.ContainsFunc(t.Command, placeholder) {
+			d.fail(d.line(sub("command")), sub("command"), "must pass the audio file: put {{FILE}} (the note as sent) or {{WAV}} (made 16 kHz WAV by ffmpeg) in an argument, e.g. [whisper-cli, -m, model.bin, -f, \"{{WAV}}\"]")
 		}
 		for _, k := range []string{"model", "api_key", "language"} {
 			if _, written := d.lines[sub(k)]; written {

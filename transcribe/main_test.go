@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 //	env          print the value of STT_TEST_SECRET
 //	hang PIDFILE start a child that sleeps, write its pid to PIDFILE, sleep
 //	sleep        sleep an hour (the child of hang)
+//	json         print two lines of JSON as pocketsphinx 5 does
+//	sphinx FILE  the wrapper an operator would write: see sphinx
 func helper(mode string, args []string) int {
 	switch mode {
 	case "echo":
@@ -62,6 +64,10 @@ func helper(mode string, args []string) int {
 		time.Sleep(time.Hour)
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "json":
+		// As pocketsphinx 5's single prints: one JSON object a line.
+		fmt.Println(`{"b":0.000,"d":1.210,"p":0.980,"t":"two three","w":[{"b":0.1,"d":0.4,"p":1,"t":"two"}]}`)
+		fmt.Println(`{"b":1.300,"d":0.500,"p":0.900,"t":"four"}`)
 	case "sphinx":
 		return sphinx(args[0])
 	}

@@ -192,6 +192,14 @@ func TestCommandTranscribes(t *testing.T) {
 	}
 }
 
+// JSON lines with the text in "t" (pocketsphinx 5) are read for the text.
+func TestCommandJSONLines(t *testing.T) {
+	text, err := command("json").Transcribe(t.Context(), audio(t), note)
+	if err != nil || text != "two three four" {
+		t.Fatalf("Transcribe = %q, %v; want the t fields joined", text, err)
+	}
+}
+
 func TestCommandFails(t *testing.T) {
 	_, err := command("fail").Transcribe(t.Context(), audio(t), note)
 	if err == nil || !strings.HasSuffix(err.Error(), "exit status 3: model not found") {
