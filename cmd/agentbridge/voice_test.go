@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -143,7 +146,9 @@ func TestServeVoiceTelegram(t *testing.T) {
 	}
 	fake.AddFile("V1", "voice/file_1.oga", []byte("OggS one"))
 	voice(1, "V1", 4, "")
-	waitTG(t, fake, log, func() bool { return slices.ContainsFunc(texts(), func(s string) bool { return strings.Contains(s, "build? END") }) })
+	waitTG(t, fake, log, func() bool {
+		return slices.ContainsFunc(texts(), func(s string) bool { return strings.Contains(s, "build? END") })
+	})
 	checkHeard(t, texts(), "[voice-uV1.ogg audio/ogg: OggS one")
 
 	// Ten minutes and a second: over the default limit, told before any
@@ -235,4 +240,66 @@ func TestServeVoiceDiscord(t *testing.T) {
 		t.Errorf("serve did not log the transcription:\n%s", log.String())
 	}
 	checkHeard(t, fake.Contents("D1"), "[voice-message.ogg audio/ogg: OggS discord")
+}
+
+// TestServeVoiceLivePocketsphinx: a Telegram voice note of speech made by
+// espeak-ng, transcribed through serve by a real offline engine
+// (pocketsphinx on the WAV ffmpeg makes of it). Skips, loudly, without the
+// tools.
+func TestServeVoiceLivePocketsphinx(t *testing.T) {
+	sphinx := `[pocketsphinx_continuous, -infile, "{{WAV}}", -logfn, /dev/null]`
+	if _, err := exec.LookPath("pocketsphinx_continuous"); err != nil {
+		sphinx = `[pocketsphinx, single, "{{WAV}}"]`
+	}
+	for _, tool := range []string{"espeak-ng", "ffmpeg", strings.Trim(strings.Fields(sphinx)[0], "[,")} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("SKIPPED: the live voice test needs %s (apt-get install espeak-ng ffmpeg pocketsphinx pocketsphinx-en-us)", tool)
+		}
+	}
+	dir := t.TempDir()
+	wav, ogg := filepath.Join(dir, "s.wav"), filepath.Join(dir, "s.ogg")
+	if out, err := exec.Command("espeak-ng", "-s", "130", "-w", wav, "two three").CombinedOutput(); err != nil {
+		t.Fatalf("espeak-ng: %v: %s", err, out)
+	}
+	if out, err := exec.Command("ffmpeg", "-loglevel", "error", "-i", wav, "-c:a", "libopus", ogg).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v: %s", err, out)
+	}
+	note, err := os.ReadFile(ogg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "987654:LIVE-VOICE-SECRET"
+	t.Setenv("AGENTBRIDGE_TEST_TG_TOKEN", token)
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	log, stop := serveVoice(t, fmt.Sprintf(`telegram:
+  enabled: true
+  token: ${AGENTBRIDGE_TEST_TG_TOKEN}
+  api_url: %s
+  drafts: false
+  allow_users: ["1001"]
+  transcribe: {command: %s, timeout: 60s}
+`, fake.URL, sphinx))
+	defer stop()
+	fake.AddFile("LIVE", "voice/file_9.oga", note)
+	upd := telegramtest.PrivateMessage(1, telegramtest.User(1001, "Alice", "alice"), "")
+	msg := upd["message"].(map[string]any)
+	delete(msg, "text")
+	msg["voice"] = map[string]any{"file_id": "LIVE", "file_unique_id": "uLIVE", "duration": 2, "mime_type": "audio/ogg", "file_size": len(note)}
+	fake.Push(upd)
+	texts := func() []string {
+		var out []string
+		for _, m := range fake.Messages(1001) {
+			out = append(out, m.Text)
+		}
+		return out
+	}
+	waitTG(t, fake, log, func() bool {
+		return slices.ContainsFunc(texts(), func(s string) bool { return strings.Contains(s, " END") })
+	})
+	heard := slices.IndexFunc(texts(), func(s string) bool { return strings.HasPrefix(s, "🎤 “") })
+	if heard < 0 || !strings.Contains(texts()[heard], "two") && !strings.Contains(texts()[heard], "three") {
+		t.Fatalf("messages %q: want a 🎤 quote with two or three in it\n%s", texts(), log.String())
+	}
+	t.Logf("heard: %s", texts()[heard])
 }
