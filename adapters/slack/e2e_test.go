@@ -51,18 +51,23 @@ func startBridge(t *testing.T, fake *slacktest.Server, dbPath string, tweak func
 	return startBridgeWith(t, fake, dbPath, tweak, engine.PresenterSettings{})
 }
 
-// startBridgeWith is startBridge with the engine's presenter settings.
-func startBridgeWith(t *testing.T, fake *slacktest.Server, dbPath string, tweak func(*slack.Options), pres engine.PresenterSettings) *bridge {
+// startBridgeWith is startBridge with the engine's presenter settings;
+// profile, when given, changes the agent's profile.
+func startBridgeWith(t *testing.T, fake *slacktest.Server, dbPath string, tweak func(*slack.Options), pres engine.PresenterSettings, profile ...func(*agentproc.Profile)) *bridge {
 	t.Helper()
 	st, err := store.Open(dbPath, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	prof := testProfile()
+	for _, p := range profile {
+		p(prof)
+	}
 	eng := engine.New(st, &engine.Settings{
 		Platforms: map[string]engine.PlatformSettings{
 			"slack": {Prefix: "!", AllowUsers: []string{"U1", "U2", "U3"}, Approvers: []string{"UBOSS"}},
 		},
-		Profiles:       map[string]*agentproc.Profile{"test": testProfile()},
+		Profiles:       map[string]*agentproc.Profile{"test": prof},
 		DefaultProfile: "test",
 		Presenter:      pres,
 	}, engine.Options{TempDir: t.TempDir()})

@@ -41,10 +41,12 @@ type stack struct {
 }
 
 // agentProfile runs this test binary as the agent, framed (every reply
-// names its session and ends with "END") and logging each run to runLog.
+// names its session and ends with "END") and logging each run to runLog,
+// in runLog's directory (a test's own, never the package's).
 func agentProfile(runLog string) *agentproc.Profile {
 	return &agentproc.Profile{
 		Name:              "test",
+		Cwd:               filepath.Dir(runLog),
 		Command:           os.Args[0],
 		Args:              []string{"-test.run=^$"},
 		Env:               map[string]string{testagent.Env: "1", testagent.FrameEnv: "1", testagent.LogEnv: runLog, "GORACE": "atexit_sleep_ms=0"},
