@@ -117,7 +117,9 @@ func (e *Engine) arrived(ctx context.Context, t *turn, s *Settings, pos int, cn 
 	}
 	post := core.Post{Text: fmt.Sprintf(textQueued, pos), Plain: true, ReplyTo: t.msg.ID}
 	if mode == BusyQueue {
-		post.Buttons = []core.Button{{Label: labelNext, Value: nextButton + t.id}}
+		// Optional: in the terminal a line that presses no button stays a
+		// message, as it must in a busy conversation.
+		post.Buttons = []core.Button{{Label: labelNext, Value: nextButton + t.id, Optional: true}}
 	}
 	ref := e.notice(ctx, t.plat, t.msg, post)
 	if ref.ID == "" || t.sub != nil {

@@ -192,7 +192,7 @@ func TestSkipButton(t *testing.T) {
 	h.waitText("Queued — position 1")
 	h.send(alice, "alice queued second")
 	notice := h.waitText("Queued — position 2")
-	if len(notice.Post.Buttons) != 1 || notice.Post.Buttons[0].Label != "⏭ Stop and answer this now" {
+	if len(notice.Post.Buttons) != 1 || notice.Post.Buttons[0].Label != "⏭ Stop and answer this now" || !notice.Post.Buttons[0].Optional {
 		t.Fatalf("queued notice buttons = %+v, want ⏭", notice.Post.Buttons)
 	}
 	skip := core.Action{Conv: conv, Value: notice.Post.Buttons[0].Value, Ref: notice.Ref}
