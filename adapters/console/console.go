@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"unicode"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/outfile"
 	"github.com/agentbridge/agentbridge/core/render"
 )
 
@@ -66,6 +68,9 @@ type Options struct {
 	// history), and takes it away before any output, so typing never lands
 	// inside a streamed answer. Used only when Prompt is set.
 	Echo bool
+	// FilesDir is where files an agent sends are saved (SendFile); ""
+	// takes no files.
+	FilesDir string
 }
 
 // Adapter is a core.Platform for a terminal. Its methods are safe for
@@ -75,6 +80,7 @@ type Adapter struct {
 	conv     core.ConversationKey
 	user     core.User
 	prompt   string
+	filesDir string
 	width    func() int // nil: defaultWidth
 	idPrefix string     // start time: ids stay unique across restarts
 	running  atomic.Bool
@@ -139,6 +145,7 @@ func New(in io.Reader, out io.Writer, opts Options) *Adapter {
 		conv:      opts.Conv,
 		user:      opts.User,
 		prompt:    opts.Prompt,
+		filesDir:  opts.FilesDir,
 		width:     opts.Width,
 		idPrefix:  fmt.Sprintf("%x", time.Now().UnixNano()),
 		posts:     make(map[string]*post),
@@ -159,7 +166,37 @@ func (a *Adapter) Limits() core.Limits {
 		EditInterval:   50 * time.Millisecond,
 		MaxButtonValue: 256,
 		Dialect:        render.Plain,
+		MaxFileBytes:   a.maxFileBytes(),
 	}
+}
+
+// maxFileBytes is Limits().MaxFileBytes: a saved file costs disk only.
+func (a *Adapter) maxFileBytes() int64 {
+	if a.filesDir == "" {
+		return 0
+	}
+	return maxFile
+}
+
+// maxFile bounds one saved file: the bridge's per-turn limits are far
+// lower by default.
+const maxFile = 1 << 30
+
+// SendFile implements core.FileSender: it saves f under Options.FilesDir,
+// never over an existing file (name-1.ext, name-2.ext…), and prints where.
+func (a *Adapter) SendFile(ctx context.Context, to core.ConversationKey, f core.File) (core.MessageRef, error) {
+	if a.filesDir == "" {
+		return core.MessageRef{}, errors.New("console: send file: no directory to save files in")
+	}
+	path, err := outfile.Save(a.filesDir, f)
+	if err != nil {
+		return core.MessageRef{}, fmt.Errorf("console: %w", err)
+	}
+	text := "📎 " + filepath.Base(path) + " saved: " + path
+	if f.Caption != "" {
+		text += "\n" + f.Caption
+	}
+	return a.Send(ctx, to, core.Post{Text: text, Plain: true})
 }
 
 // Run reads lines from the input and hands each non-empty one to h: as an

@@ -77,7 +77,8 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer st.Close()
 
-	opts := console.Options{}
+	// Files an agent sends are saved next to the store.
+	opts := console.Options{FilesDir: filepath.Join(filepath.Dir(*storePath), "files")}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		opts.Prompt = "you> "
 		opts.Width = func() int {

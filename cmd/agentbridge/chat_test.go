@@ -379,3 +379,26 @@ func TestChatWarnsAboutEmptyStore(t *testing.T) {
 	c.waitFor("tokens", 1)
 	c.quit()
 }
+
+// TestChatSavesAgentFiles: a file the agent sends is saved under the
+// state directory (files/, next to the store), the path printed where it
+// came in the reply (X-FILE-1).
+func TestChatSavesAgentFiles(t *testing.T) {
+	state := t.TempDir()
+	c := startChat(t, state)
+	c.say("draw a chart")
+	c.waitFor("tokens", 1)
+	c.quit()
+	dir := filepath.Join(state, "agentbridge", "files")
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no files saved in %s (%v); output:\n%s", dir, err, c.output())
+	}
+	path := filepath.Join(dir, entries[0].Name())
+	if !strings.Contains(c.output(), "saved: "+path) {
+		t.Errorf("the output does not name %s:\n%s", path, c.output())
+	}
+	if b, _ := os.ReadFile(path); !strings.HasPrefix(string(b), "\x89PNG") {
+		t.Errorf("%s is not the PNG: %q", path, b[:min(len(b), 16)])
+	}
+}

@@ -16,18 +16,22 @@ import (
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/core/outfile"
 	"github.com/agentbridge/agentbridge/internal/termprompt"
 	"github.com/agentbridge/agentbridge/internal/termtext"
 	"github.com/agentbridge/agentbridge/profiles"
 )
 
 const runUsage = `usage: agentbridge run --profile PATH [--session-id ID] [--session-name NAME]
-                       [--attach KIND=URL]... [--permission ask|allow|deny] [--json] MESSAGE|-
+                       [--attach KIND=URL]... [--permission ask|allow|deny] [--save-dir DIR]
+                       [--json] MESSAGE|-
 
 Runs one AgentProc turn of the profile's agent. MESSAGE "-" reads the message
 from stdin. Output partials stream to stdout (thinking to stderr), errors go
 to stderr, and the exit status is the turn's (0, 1, 124, 130, 143, 127 when
 the agent or the CLI behind a shim could not start, or the agent's own code).
+Files the agent sends back are saved in --save-dir (never over an existing
+file: name-1.ext, name-2.ext…), each named on stdout where it came.
 
 flags:
 `
@@ -56,6 +60,20 @@ type runJSON struct {
 	Usage     *agentproc.Usage `json:"usage"`
 	// Truncated: the reply went past the reply limit (only when it did).
 	Truncated bool `json:"truncated,omitempty"`
+	// Files are the files the agent sent back, in order (only when it
+	// sent any).
+	Files []runFile `json:"files,omitempty"`
+}
+
+// runFile is a file the agent sent, as --json lists it: saved at Path, or
+// not saved, Note saying why (a link, a refusal).
+type runFile struct {
+	Name     string `json:"name,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Kind     string `json:"kind,omitempty"`
+	MIMEType string `json:"mime_type,omitempty"`
+	Size     int64  `json:"size,omitempty"`
+	Note     string `json:"note,omitempty"`
 }
 
 // cmdRun runs one turn of an agent profile from the command line.
@@ -70,6 +88,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		sessionName = fs.String("session-name", "", "session `name` passed to the agent (default \"default\")")
 		permission  = fs.String("permission", "", "answer permission requests: `ask|allow|deny` (default ask on a terminal, deny otherwise)")
 		asJSON      = fs.Bool("json", false, "print one JSON object with the outcome instead of the reply")
+		saveDir     = fs.String("save-dir", ".", "`directory` to save the files the agent sends in")
 		attachments runAttachments
 	)
 	fs.Var(&attachments, "attach", "attach a file as `KIND=URL` (repeatable)")
@@ -137,6 +156,11 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	defer stopInterrupt()
 
 	out := newRunOutput(stdout, stderr, *asJSON)
+	files, err := newRunFiles(prof, turn, *saveDir)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer files.close()
 	var prompter *termprompt.Prompter
 	if mode == "ask" {
 		prompter = termprompt.New(stdin, stderr)
@@ -150,6 +174,10 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			switch e.Kind {
 			case agentproc.EventPartial:
 				out.partial(e.Role, e.Text)
+			case agentproc.EventFiles:
+				for _, line := range files.save(e.Files) {
+					out.partial(core.RoleOutput, "\n"+line+"\n")
+				}
 			case agentproc.EventPermission:
 				switch mode {
 				case "allow":
@@ -172,7 +200,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "agentbridge: turn failed:", termtext.Visible(failure))
 	}
 	if *asJSON {
-		j := runJSON{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: runStatus(o), Partials: o.Partials, Usage: o.Usage, Truncated: o.Truncated}
+		j := runJSON{Reply: o.Reply, SessionID: o.SessionID, Error: o.Error, ExitCode: runStatus(o), Partials: o.Partials, Usage: o.Usage, Truncated: o.Truncated, Files: files.saved}
 		if j.Partials == nil {
 			j.Partials = []string{}
 		}
@@ -294,3 +322,54 @@ func (w *runOutput) finish() {
 	}
 	w.flushLocked()
 }
+
+// runFiles checks and saves the files a run's agent sends back
+// (spec/protocol.md X-FILE-1), as the bridge checks them for a chat.
+type runFiles struct {
+	dir, spool string
+	check      *outfile.Turn
+	saved      []runFile
+}
+
+func newRunFiles(prof *agentproc.Profile, turn agentproc.Turn, dir string) (*runFiles, error) {
+	spool, err := os.MkdirTemp("", "agentbridge-run-")
+	if err != nil {
+		return nil, fmt.Errorf("spool directory: %w", err)
+	}
+	return &runFiles{dir: dir, spool: spool, check: outfile.New(outfile.Policy{
+		Platform:  "agentbridge run",
+		HostFiles: !prof.Isolated(),
+		Roots:     []string{prof.WorkDir(turn)},
+		Private:   []string{prof.Path},
+		Spool:     spool,
+	})}, nil
+}
+
+// save checks and saves atts and returns the lines to show for them.
+func (r *runFiles) save(atts []agentproc.Attachment) []string {
+	var lines []string
+	for _, a := range atts {
+		res := r.check.Check(a)
+		if res.File == nil {
+			if res.Line != "" {
+				lines = append(lines, res.Line)
+				r.saved = append(r.saved, runFile{Name: outfile.Name(a.Filename), Kind: a.Kind, Note: res.Line})
+			}
+			continue
+		}
+		f := *res.File
+		path, err := outfile.Save(r.dir, f)
+		os.Remove(f.Path)
+		if err != nil {
+			line := "📎 " + f.Name + " could not be saved: " + err.Error()
+			lines = append(lines, line)
+			r.saved = append(r.saved, runFile{Name: f.Name, Kind: f.Kind, Note: line})
+			continue
+		}
+		lines = append(lines, "📎 "+f.Name+" saved: "+path)
+		r.saved = append(r.saved, runFile{Name: f.Name, Path: path, Kind: f.Kind, MIMEType: f.MIME, Size: f.Size})
+	}
+	return lines
+}
+
+func (r *runFiles) close() { os.RemoveAll(r.spool) }

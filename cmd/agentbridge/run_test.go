@@ -78,6 +78,11 @@ func testAgent(mode string) int {
 		emit(obj{"type": "result", "text": ""})
 	case "escapes":
 		return escapesAgent(in, emit)
+	case "files": // a PNG between two words, then a refused path
+		emit(obj{"type": "partial", "text": "chart:", "attachments": []obj{
+			{"kind": "image", "url": "data:image/png;base64,iVBORw0KGgo=", "filename": "chart.png"}}})
+		emit(obj{"type": "partial", "text": " done", "attachments": []obj{{"kind": "file", "url": "file:///etc/passwd"}}})
+		emit(obj{"type": "result", "text": ""})
 	case "hang":
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
@@ -424,5 +429,41 @@ func TestRunReplyLimit(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(stdout), &j); err != nil || code != 0 || !j.Truncated || len(strings.Join(j.Partials, "")) != 64<<10 {
 		t.Errorf("--json: exit %d, truncated %v, %d bytes of partials (err %v)", code, j.Truncated, len(strings.Join(j.Partials, "")), err)
+	}
+}
+
+// TestRunSavesFiles: the files a run's agent sends are saved in
+// --save-dir, never over a file already there, named on stdout where
+// they came and listed in --json; one it may not send is a line saying
+// why (X-FILE-1, X-FILE-3).
+func TestRunSavesFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "chart.png"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	profile := writeProfile(t, "files", "")
+	code, stdout, stderr := runCLI(t, context.Background(), "", nil, "--profile", profile, "--save-dir", dir, "hi")
+	saved := filepath.Join(dir, "chart-1.png")
+	want := "chart:\n📎 chart.png saved: " + saved + "\n done\n📎 passwd refused: a file:// URL must name a file in the agent's working directory or the turn's attachment directory\n"
+	if code != 0 || stdout != want {
+		t.Errorf("exit %d, stdout %q, want %q (stderr %q)", code, stdout, want, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "chart.png")); string(b) != "mine" {
+		t.Errorf("the file already there was overwritten: %q", b)
+	}
+	if b, _ := os.ReadFile(saved); !strings.HasPrefix(string(b), "\x89PNG") {
+		t.Errorf("saved %q", b)
+	}
+
+	code, stdout, _ = runCLI(t, context.Background(), "", nil, "--profile", profile, "--save-dir", dir, "--json", "hi")
+	var j struct {
+		Files []map[string]any `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &j); err != nil || code != 0 {
+		t.Fatalf("exit %d, --json %q: %v", code, stdout, err)
+	}
+	if len(j.Files) != 2 || j.Files[0]["path"] != filepath.Join(dir, "chart-2.png") || j.Files[0]["mime_type"] != "image/png" ||
+		j.Files[0]["size"] != 8.0 || !strings.Contains(fmt.Sprint(j.Files[1]["note"]), "passwd refused") {
+		t.Errorf("--json files: %v", j.Files)
 	}
 }

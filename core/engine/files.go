@@ -34,7 +34,7 @@ func (r *turnRun) files(ctx context.Context, atts []agentproc.Attachment) {
 		r.log.InfoContext(ctx, "agent's file not sent", "reason", res.Reason, "file", outfile.Name(a.Filename))
 		if res.Line != "" {
 			// A paragraph of its own, wherever the agent's text stands.
-			r.pres.Partial(core.RoleOutput, "\n\n"+res.Line+"\n\n")
+			r.pres.Partial(core.RoleOutput, "\n\n"+res.Markdown()+"\n\n")
 		}
 	}
 }

@@ -70,12 +70,23 @@ var Reasons = []string{ReasonLink, ReasonMalformed, ReasonScheme, ReasonUndecoda
 	ReasonUnreadable, ReasonTooLarge, ReasonTurnFiles, ReasonTurnBytes, ReasonFailed}
 
 // Result is what became of one attachment: a File to send, or a Line to
-// show instead (Markdown, one paragraph) and the Reason. A Line is ""
-// only when the turn has said enough about refused files already.
+// show instead (plain text, one paragraph; Markdown gives it for a chat)
+// and the Reason. A Line is "" only when the turn has said enough about
+// refused files already.
 type Result struct {
 	File   *core.File
 	Line   string
 	Reason string
+	link   string // ReasonLink: the URL, which Markdown makes a link of
+	name   string
+}
+
+// Markdown is Line for a reply in Markdown: a link is a link.
+func (r Result) Markdown() string {
+	if r.link != "" {
+		return "📎 [" + render.EscapeMarkdown(r.name) + "](" + r.link + ")"
+	}
+	return render.EscapeMarkdown(r.Line)
 }
 
 // Turn checks one turn's attachments, in the order the agent sent them.
@@ -121,7 +132,12 @@ func (t *Turn) Check(a agentproc.Attachment) Result {
 	scheme, _, _ := strings.Cut(a.URL, ":")
 	switch strings.ToLower(scheme) {
 	case "http", "https":
-		return Result{Line: link(a, name), Reason: ReasonLink}
+		u, err := url.Parse(a.URL)
+		if err != nil || u.Host == "" {
+			return t.line(name, refuse(ReasonMalformed, "refused: not a valid link"))
+		}
+		target := strings.NewReplacer("(", "%28", ")", "%29", " ", "%20").Replace(u.String())
+		return Result{Line: "📎 " + name + ": " + target, Reason: ReasonLink, link: target, name: name}
 	case "data", "file":
 	default:
 		return t.line(name, refuse(ReasonScheme, "refused: the scheme %q is not one the bridge takes (data:, file:, http(s):)", clip(scheme, 20)))
@@ -168,21 +184,11 @@ func (t *Turn) line(name string, r *refusal) Result {
 	t.lines++
 	switch {
 	case t.lines < maxLines:
-		return Result{Line: "📎 " + render.EscapeMarkdown(name) + " " + r.why, Reason: r.reason}
+		return Result{Line: "📎 " + name + " " + r.why, Reason: r.reason}
 	case t.lines == maxLines:
 		return Result{Line: "📎 More files were refused; not every one is named here.", Reason: r.reason}
 	}
 	return Result{Reason: r.reason}
-}
-
-// link shows an http(s) attachment as a link: the bridge never fetches it.
-func link(a agentproc.Attachment, name string) string {
-	u, err := url.Parse(a.URL)
-	if err != nil || u.Host == "" {
-		return "📎 " + render.EscapeMarkdown(name) + " refused: not a valid link"
-	}
-	target := strings.NewReplacer("(", "%28", ")", "%29", " ", "%20").Replace(u.String())
-	return "📎 [" + render.EscapeMarkdown(name) + "](" + target + ")"
 }
 
 // spool copies the attachment's bytes into the spool directory, at most

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 )
 
@@ -69,7 +70,7 @@ func TestCheck(t *testing.T) {
 		{"directory", agentproc.Attachment{Kind: "file", URL: "CWD"}, ReasonUnreadable, "not a regular file", ""},
 		{"missing", agentproc.Attachment{Kind: "file", URL: "MISSING"}, ReasonUnreadable, "no such file", ""},
 		{"file host", agentproc.Attachment{Kind: "file", URL: "file://example.com/etc/passwd"}, ReasonMalformed, "not a valid file:// URL", ""},
-		{"http", agentproc.Attachment{Kind: "file", URL: "https://example.com/r (1).pdf", Filename: "r.pdf"}, ReasonLink, "📎 [r.pdf](https://example.com/r%20%281%29.pdf)", ""},
+		{"http", agentproc.Attachment{Kind: "file", URL: "https://example.com/r (1).pdf", Filename: "r.pdf"}, ReasonLink, "📎 r.pdf: https://example.com/r%20%281%29.pdf", ""},
 		{"ftp", agentproc.Attachment{Kind: "file", URL: "ftp://example.com/x", Filename: "x"}, ReasonScheme, `x refused: the scheme "ftp" is not one the bridge takes`, ""},
 		{"malformed", agentproc.Attachment{Problem: "url is missing"}, ReasonMalformed, "file-1 refused: url is missing", ""},
 	}
@@ -84,9 +85,11 @@ func TestCheck(t *testing.T) {
 				tt.a.URL = repl.Replace(tt.a.URL)
 			}
 			r := turn.Check(tt.a)
-			r.Line = strings.ReplaceAll(r.Line, `\`, "") // Markdown escapes
 			if r.Reason != tt.reason || !strings.Contains(r.Line, tt.line) {
 				t.Fatalf("Check(%s) = reason %q line %q, want %q with %q", tt.a.URL, r.Reason, r.Line, tt.reason, tt.line)
+			}
+			if tt.reason == ReasonLink && r.Markdown() != "📎 [r\\.pdf](https://example.com/r%20%281%29.pdf)" {
+				t.Errorf("link as Markdown: %q", r.Markdown())
 			}
 			if tt.reason != "" {
 				if r.File != nil || r.Line == "" {
@@ -121,9 +124,7 @@ func TestCheckLimits(t *testing.T) {
 	data := func(n int) string { return "data:;base64," + base64.StdEncoding.EncodeToString(make([]byte, n)) }
 	turn, _, _ := setup(t, Policy{Platform: "Telegram", MaxFileBytes: 1000, MaxBytes: 1500, MaxFiles: 3})
 	check := func(a agentproc.Attachment) Result {
-		r := turn.Check(a)
-		r.Line = strings.ReplaceAll(r.Line, `\`, "")
-		return r
+		return turn.Check(a)
 	}
 	r := check(agentproc.Attachment{Kind: "file", URL: data(1200), Filename: "report.pdf"})
 	if want := "📎 report.pdf is 1.2 KB, over Telegram's 1 KB limit"; r.Line != want || r.Reason != ReasonTooLarge {
@@ -189,5 +190,31 @@ func TestName(t *testing.T) {
 		if got := Name(in); got != want {
 			t.Errorf("Name(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestSaveNeverOverwrites: a second file of a name gets -1, a third -2;
+// the first keeps its bytes, and a name with a path stays in the dir.
+func TestSaveNeverOverwrites(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(t.TempDir(), "src")
+	var paths []string
+	for _, data := range []string{"one", "two", "three"} {
+		if err := os.WriteFile(src, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Save(dir, core.File{Name: "../chart.png", Path: src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	for i, want := range []string{"chart.png", "chart-1.png", "chart-2.png"} {
+		if paths[i] != filepath.Join(dir, want) {
+			t.Errorf("save %d went to %s, want %s", i, paths[i], want)
+		}
+	}
+	if b, _ := os.ReadFile(paths[0]); string(b) != "one" {
+		t.Errorf("the first file now holds %q", b)
 	}
 }

@@ -154,6 +154,20 @@ func (a *agent) play() int {
 	case "no-newline":
 		a.raw(`{"type":"result","text":"no newline"}`)
 		return 0
+	case "sends-files", "bad-attachment", "bad-data", "file-outside", "too-many-files":
+		atts := map[string][]any{
+			"sends-files": {map[string]any{"kind": "image", "url": "data:image/png;base64,iVBORw0KGgo=", "filename": "a.png"},
+				map[string]any{"kind": "file", "url": "https://example.com/r.pdf"}},
+			"bad-attachment": {map[string]any{"kind": "file", "filename": "no-url.txt"}},
+			"bad-data":       {map[string]any{"kind": "file", "url": "data:;base64,@@@"}},
+			"file-outside":   {map[string]any{"kind": "file", "url": "file:///etc/hostname"}},
+		}[a.mode]
+		if a.mode == "too-many-files" {
+			for range 11 {
+				atts = append(atts, map[string]any{"kind": "file", "url": "data:,x"})
+			}
+		}
+		a.emit(map[string]any{"type": "partial", "text": "files: ", "attachments": atts})
 	}
 
 	if a.mode == "slow-exit" || a.mode == "ignores-sigterm" {

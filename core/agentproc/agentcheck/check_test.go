@@ -103,6 +103,13 @@ func TestAgents(t *testing.T) {
 		{mode: "exit0-after-error", warns: []string{"P-ERR-1"}},
 		{mode: "crash", warns: []string{"P-EXIT-2"}},
 		{mode: "attachment-as-empty", warns: []string{"D-ATT-1"}},
+
+		// Files sent back (agentbridge's extension).
+		{mode: "sends-files"},
+		{mode: "bad-attachment", fails: []string{"X-FILE-1"}},
+		{mode: "bad-data", fails: []string{"X-FILE-2"}},
+		{mode: "file-outside", fails: []string{"X-FILE-3"}},
+		{mode: "too-many-files", warns: []string{"X-FILE-4"}},
 	} {
 		name := tc.mode
 		if tc.permission {

@@ -92,6 +92,7 @@ func (c *checker) evaluate() {
 	for _, t := range c.turns {
 		c.lines(t)
 	}
+	c.fileRules()
 	c.stdinRule()
 	c.versionRule()
 	c.emptyRule()

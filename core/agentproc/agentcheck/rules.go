@@ -46,6 +46,10 @@ var Rules = []Rule{
 	{"P-PRIN-4", Must, "One chat message is one turn, and one turn is one process"},
 	{"D-GROUP-1", Should, "when your process exits, the bridge reads what is left on stdout for a short while and then SIGKILLs whatever remains in your process group"},
 	{"P-EXIT-2", Should, "A non-zero exit without an `error` event gets a generic message"},
+	{"X-FILE-1", Must, "Anything else, or an element that is not well formed (not an object, no `url`, a `kind` not listed, a field of the wrong type), is refused"},
+	{"X-FILE-2", Must, "One that does not decode is refused"},
+	{"X-FILE-3", Must, "only inside the profile's `cwd` or the turn's own attachment directory, symlinks followed"},
+	{"X-FILE-4", Should, "A file over a limit, and every refused one, becomes a line in the reply naming it and why"},
 }
 
 // rule returns the rule with the given id; an unknown id is a programming
