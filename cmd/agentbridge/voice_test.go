@@ -113,57 +113,69 @@ func checkHeard(t *testing.T, texts []string, audio string) {
 }
 
 func TestServeVoiceTelegram(t *testing.T) {
+	stt := newMockSTT(t)
+	fake, log := serveTelegramVoice(t, stt.transcribeSection())
+	fake.AddFile("V1", "voice/file_1.oga", []byte("OggS one"))
+	pushVoice(fake, 1, "V1", 4, 9, "")
+	waitTG(t, fake, log, func() bool {
+		return slices.ContainsFunc(tgTexts(fake), func(s string) bool { return strings.Contains(s, "build? END") })
+	})
+	checkHeard(t, tgTexts(fake), "[voice-uV1.ogg audio/ogg: OggS one")
+
+	// Ten minutes and a second: over the default limit, told before any
+	// download, and the agent gets the audio and the caption.
+	fake.AddFile("V2", "voice/file_2.oga", []byte("OggS two"))
+	pushVoice(fake, 2, "V2", 601, 9, "the long one")
+	waitTG(t, fake, log, func() bool {
+		return slices.ContainsFunc(tgTexts(fake), func(s string) bool { return strings.Contains(s, "the long one END") })
+	})
+	if !slices.Contains(tgTexts(fake), "🎤 Could not transcribe the voice note: it lasts 10m1s, over the 10m limit.") {
+		t.Errorf("messages %q: want the limit told", tgTexts(fake))
+	}
+	if got := stt.sent(); !slices.Equal(got, []string{"voice-uV1.ogg:OggS one"}) {
+		t.Errorf("the endpoint was sent %q, want the first note alone", got)
+	}
+}
+
+// serveTelegramVoice runs serve with a Telegram account whose section
+// ends with transcribe (its lines, indented), against a fake Telegram.
+func serveTelegramVoice(t *testing.T, transcribe string) (*telegramtest.Server, *lockedBuffer) {
+	t.Helper()
 	const token = "987654:VOICE-SECRET"
 	t.Setenv("AGENTBRIDGE_TEST_TG_TOKEN", token)
-	stt := newMockSTT(t)
 	fake := telegramtest.NewServer(token)
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	log, stop := serveVoice(t, fmt.Sprintf(`telegram:
   enabled: true
   token: ${AGENTBRIDGE_TEST_TG_TOKEN}
   api_url: %s
   drafts: false
   allow_users: ["1001"]
-%s`, fake.URL, stt.transcribeSection()))
-	defer stop()
-	alice := telegramtest.User(1001, "Alice", "alice")
-	voice := func(id int, fileID string, seconds int, caption string) {
-		upd := telegramtest.PrivateMessage(id, alice, "")
-		msg := upd["message"].(map[string]any)
-		delete(msg, "text")
-		if caption != "" {
-			msg["caption"] = caption
-		}
-		msg["voice"] = map[string]any{"file_id": fileID, "file_unique_id": "u" + fileID, "duration": seconds, "mime_type": "audio/ogg", "file_size": 9}
-		fake.Push(upd)
-	}
-	texts := func() []string {
-		var out []string
-		for _, m := range fake.Messages(1001) {
-			out = append(out, m.Text)
-		}
-		return out
-	}
-	fake.AddFile("V1", "voice/file_1.oga", []byte("OggS one"))
-	voice(1, "V1", 4, "")
-	waitTG(t, fake, log, func() bool {
-		return slices.ContainsFunc(texts(), func(s string) bool { return strings.Contains(s, "build? END") })
-	})
-	checkHeard(t, texts(), "[voice-uV1.ogg audio/ogg: OggS one")
+%s`, fake.URL, transcribe))
+	t.Cleanup(stop)
+	return fake, log
+}
 
-	// Ten minutes and a second: over the default limit, told before any
-	// download, and the agent gets the audio and the caption.
-	fake.AddFile("V2", "voice/file_2.oga", []byte("OggS two"))
-	voice(2, "V2", 601, "the long one")
-	waitTG(t, fake, log, func() bool {
-		return slices.ContainsFunc(texts(), func(s string) bool { return strings.Contains(s, "the long one END") })
-	})
-	if !slices.Contains(texts(), "🎤 Could not transcribe the voice note: it lasts 10m1s, over the 10m limit.") {
-		t.Errorf("messages %q: want the limit told", texts())
+// pushVoice delivers a Telegram voice message from user 1001 in its
+// private chat, as Telegram sends one.
+func pushVoice(fake *telegramtest.Server, id int, fileID string, seconds, size int, caption string) {
+	upd := telegramtest.PrivateMessage(id, telegramtest.User(1001, "Alice", "alice"), "")
+	msg := upd["message"].(map[string]any)
+	delete(msg, "text")
+	if caption != "" {
+		msg["caption"] = caption
 	}
-	if got := stt.sent(); !slices.Equal(got, []string{"voice-uV1.ogg:OggS one"}) {
-		t.Errorf("the endpoint was sent %q, want the first note alone", got)
+	msg["voice"] = map[string]any{"file_id": fileID, "file_unique_id": "u" + fileID, "duration": seconds, "mime_type": "audio/ogg", "file_size": size}
+	fake.Push(upd)
+}
+
+// tgTexts is the texts of the messages in user 1001's private chat.
+func tgTexts(fake *telegramtest.Server) []string {
+	var out []string
+	for _, m := range fake.Messages(1001) {
+		out = append(out, m.Text)
 	}
+	return out
 }
 
 // waitTG waits until cond holds for the fake Telegram.
@@ -268,38 +280,16 @@ func TestServeVoiceLivePocketsphinx(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const token = "987654:LIVE-VOICE-SECRET"
-	t.Setenv("AGENTBRIDGE_TEST_TG_TOKEN", token)
-	fake := telegramtest.NewServer(token)
-	defer fake.Close()
-	log, stop := serveVoice(t, fmt.Sprintf(`telegram:
-  enabled: true
-  token: ${AGENTBRIDGE_TEST_TG_TOKEN}
-  api_url: %s
-  drafts: false
-  allow_users: ["1001"]
-  transcribe: {command: %s, timeout: 60s}
-`, fake.URL, sphinx))
-	defer stop()
+	fake, log := serveTelegramVoice(t, fmt.Sprintf("  transcribe: {command: %s, timeout: 60s}\n", sphinx))
 	fake.AddFile("LIVE", "voice/file_9.oga", note)
-	upd := telegramtest.PrivateMessage(1, telegramtest.User(1001, "Alice", "alice"), "")
-	msg := upd["message"].(map[string]any)
-	delete(msg, "text")
-	msg["voice"] = map[string]any{"file_id": "LIVE", "file_unique_id": "uLIVE", "duration": 2, "mime_type": "audio/ogg", "file_size": len(note)}
-	fake.Push(upd)
-	texts := func() []string {
-		var out []string
-		for _, m := range fake.Messages(1001) {
-			out = append(out, m.Text)
-		}
-		return out
-	}
+	pushVoice(fake, 1, "LIVE", 2, len(note), "")
 	waitTG(t, fake, log, func() bool {
-		return slices.ContainsFunc(texts(), func(s string) bool { return strings.Contains(s, " END") })
+		return slices.ContainsFunc(tgTexts(fake), func(s string) bool { return strings.Contains(s, " END") })
 	})
-	heard := slices.IndexFunc(texts(), func(s string) bool { return strings.HasPrefix(s, "🎤 “") })
-	if heard < 0 || !strings.Contains(texts()[heard], "two") && !strings.Contains(texts()[heard], "three") {
-		t.Fatalf("messages %q: want a 🎤 quote with two or three in it\n%s", texts(), log.String())
+	texts := tgTexts(fake)
+	heard := slices.IndexFunc(texts, func(s string) bool { return strings.HasPrefix(s, "🎤 “") })
+	if heard < 0 || !strings.Contains(texts[heard], "two") && !strings.Contains(texts[heard], "three") {
+		t.Fatalf("messages %q: want a 🎤 quote with two or three in it\n%s", texts, log.String())
 	}
-	t.Logf("heard: %s", texts()[heard])
+	t.Logf("heard: %s", texts[heard])
 }
