@@ -63,7 +63,7 @@ func New() *Metrics {
 			"Turns nobody typed, by origin (schedule, trigger) and how they ended (a turn result, or busy, draining, cancelled, failed).",
 			"platform", "origin", "result"),
 		waiting: newFamily(kindGauge, "agentbridge_turns_waiting",
-			"Turns waiting for a free agent slot (max_concurrent_turns and its per-user share).", "platform"),
+			"Turns waiting for a free agent slot (max_concurrent_turns, its per-user share, a profile's max_concurrent).", "platform"),
 		heard: newFamily(kindCounter, "agentbridge_transcriptions_total",
 			"Voice notes to transcribe, by result (ok, failed, timeout, too_long, too_big).", "platform", "result"),
 		hearing: hearing,
