@@ -20,8 +20,9 @@ type Session struct {
 }
 
 // UsageWindow is how long usage events are kept: the longest window a
-// figure or a limit looks back over.
-const UsageWindow = 25 * time.Hour
+// figure or a limit looks back over (the operator console's 30 days of
+// usage, a day to spare).
+const UsageWindow = 31 * 24 * time.Hour
 
 // Usage is token and cost figures from agents' result.usage, summed over
 // finished turns; Turns counts the turns, whether they reported usage or
@@ -41,12 +42,13 @@ func (u *Usage) Add(o Usage) {
 	u.CostUSD += o.CostUSD
 }
 
-// UsageEvent is one finished turn's usage, kept for a day or so: for the
-// last 24 h figures and per-user limits.
+// UsageEvent is one finished turn's usage, kept for UsageWindow: for the
+// last 24 h figures, per-user limits and the console's usage charts.
 type UsageEvent struct {
 	At       time.Time
 	Platform string // the account's name, as ConversationKey.Platform
 	User     string // who sent the turn's message
+	Profile  string // the profile that ran it; "" in events recorded before it was kept
 	Usage    Usage
 }
 

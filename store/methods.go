@@ -390,7 +390,7 @@ func (s *Store) SetCursor(ctx context.Context, name, value string) error {
 func (s *Store) RecordUsage(ctx context.Context, ev core.UsageEvent) error {
 	return s.batch(ctx, "record usage", func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketUsage)
-		v, err := encode(usageEventRec{head: head{recordVersion}, At: ev.At.UnixNano(), Platform: ev.Platform, User: ev.User, Usage: toUsageRec(ev.Usage)})
+		v, err := encode(usageEventRec{head: head{recordVersion}, At: ev.At.UnixNano(), Platform: ev.Platform, User: ev.User, Profile: ev.Profile, Usage: toUsageRec(ev.Usage)})
 		if err != nil {
 			return err
 		}
@@ -415,7 +415,7 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time) ([]core.UsageEv
 			if err := decode(v, &rec); err != nil {
 				return fmt.Errorf("usage event %x: %w", k, err)
 			}
-			out = append(out, core.UsageEvent{At: time.Unix(0, rec.At), Platform: rec.Platform, User: rec.User, Usage: rec.Usage.usage()})
+			out = append(out, core.UsageEvent{At: time.Unix(0, rec.At), Platform: rec.Platform, User: rec.User, Profile: rec.Profile, Usage: rec.Usage.usage()})
 		}
 		return nil
 	})

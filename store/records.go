@@ -104,6 +104,7 @@ type usageEventRec struct {
 	At       int64    `json:"at"` // Unix nanoseconds
 	Platform string   `json:"platform"`
 	User     string   `json:"user,omitempty"`
+	Profile  string   `json:"profile,omitempty"`
 	Usage    usageRec `json:"usage"`
 }
 

@@ -772,19 +772,19 @@ func TestUsage(t *testing.T) {
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	one := core.Usage{Turns: 1, InputTokens: 10, OutputTokens: 2, CostUSD: 0.5}
 	for i, at := range []time.Duration{0, time.Hour, time.Hour, 2 * time.Hour} {
-		ev := core.UsageEvent{At: base.Add(at), Platform: "telegram", User: fmt.Sprint("u", i), Usage: one}
+		ev := core.UsageEvent{At: base.Add(at), Platform: "telegram", User: fmt.Sprint("u", i), Profile: "claude", Usage: one}
 		if err := s.RecordUsage(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got, err := s.UsageSince(ctx, base.Add(time.Hour))
-	if err != nil || len(got) != 3 || got[0].User != "u1" || got[1].User != "u2" || got[2].User != "u3" || got[0].Usage != one || got[0].Platform != "telegram" {
+	if err != nil || len(got) != 3 || got[0].User != "u1" || got[1].User != "u2" || got[2].User != "u3" || got[0].Usage != one || got[0].Platform != "telegram" || got[0].Profile != "claude" {
 		t.Fatalf("UsageSince = %+v, %v; want u1, u2, u3", got, err)
 	}
 	if !got[0].At.Equal(base.Add(time.Hour)) {
 		t.Errorf("event time = %v, want %v", got[0].At, base.Add(time.Hour))
 	}
-	// A day later the first three are past the window and dropped.
+	// Past the window the first three are dropped.
 	if err := s.RecordUsage(ctx, core.UsageEvent{At: base.Add(core.UsageWindow + time.Hour + time.Minute), Platform: "slack", Usage: one}); err != nil {
 		t.Fatal(err)
 	}

@@ -112,16 +112,9 @@ func (e *Engine) cmdStop(ctx context.Context, c commandCall) {
 	e.mu.Lock()
 	delete(e.collecting, c.key) // the burst it counted is gone
 	e.mu.Unlock()
-	e.dropped(ctx, dropped, "⏹ Cancelled: /stop was sent before this message ran.")
-	switch {
-	case stopped && len(dropped) > 0:
-		e.reply(ctx, c, "⏹ Stopping the running turn; also cancelled %d queued message(s).", len(dropped))
-	case stopped:
-		// The turn's own reply says "Stopped." once the agent is gone.
-	case len(dropped) > 0:
-		e.reply(ctx, c, "⏹ Cancelled %d queued message(s).", len(dropped))
-	default:
-		e.reply(ctx, c, "Nothing is running.")
+	e.dropped(ctx, dropped, textStopCancelled)
+	if text := stopAnswer(stopped, len(dropped)); text != "" {
+		e.reply(ctx, c, "%s", text)
 	}
 }
 

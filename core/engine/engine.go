@@ -20,6 +20,7 @@ import (
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/lane"
 	"github.com/agentbridge/agentbridge/core/stream"
+	"github.com/agentbridge/agentbridge/internal/tail"
 )
 
 // Causes a turn's context can be cancelled with.
@@ -133,6 +134,7 @@ type Engine struct {
 	gate     *drainGate
 	slots    *slots        // agents running at once
 	arrivals atomic.Uint64 // numbers events in the order they are handed over
+	failed   failures
 
 	mu        sync.Mutex
 	platforms map[string]core.Platform
@@ -351,7 +353,7 @@ func (e *Engine) handleMessage(ctx context.Context, p core.Platform, m core.Mess
 		}
 		return
 	}
-	t := &turn{id: newID(), plat: p, msg: m, key: key, queuedAt: time.Now(), seq: seq}
+	t := &turn{id: newID(), plat: p, msg: m, key: key, queuedAt: time.Now(), seq: seq, reply: tail.Buffer{Max: ReplyTailBytes}}
 	// Dedup and the journal entry share one write: a crash after it is
 	// reported on restart instead of losing the message silently.
 	// The entry keeps the message, so a crash before its agent starts

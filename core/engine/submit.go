@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/internal/tail"
 )
 
 // Origins of turns the bridge starts itself (Submission.Origin).
@@ -146,7 +147,7 @@ func (e *Engine) handleSubmission(ctx context.Context, p core.Platform, sub *sub
 		scope = core.ScopeChannel
 	}
 	m := core.Message{Conv: sub.Conv, Text: sub.Text, From: core.User{Name: sub.label()}, Time: time.Now()}
-	t := &turn{id: sub.id, plat: p, msg: m, key: scope.SessionKey(m.Conv, ""), queuedAt: m.Time, sub: sub, seq: seq}
+	t := &turn{id: sub.id, plat: p, msg: m, key: scope.SessionKey(m.Conv, ""), queuedAt: m.Time, sub: sub, seq: seq, reply: tail.Buffer{Max: ReplyTailBytes}}
 	log := e.log.With("conv", m.Conv, "turn", t.id, "origin", sub.Origin)
 	if sub.Name != "" {
 		log = log.With("schedule", sub.Name)

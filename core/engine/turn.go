@@ -18,6 +18,7 @@ import (
 	"github.com/agentbridge/agentbridge/core/lane"
 	"github.com/agentbridge/agentbridge/core/outfile"
 	"github.com/agentbridge/agentbridge/core/stream"
+	"github.com/agentbridge/agentbridge/internal/tail"
 )
 
 // turn is one accepted message on its way through a lane.
@@ -38,6 +39,9 @@ type turn struct {
 	sessionName  string
 	slot         *slotWait // while it waits for an agent slot
 	transcribing bool      // while a voice note is transcribed
+
+	// reply keeps the end of the reply's output, for Snapshot.
+	reply tail.Buffer
 
 	// Set when the turn starts running, before its agent.
 	journal *turnJournal
@@ -476,6 +480,9 @@ func (r *turnRun) event(ctx context.Context, ev agentproc.Event) {
 	switch ev.Kind {
 	case agentproc.EventPartial:
 		r.pres.Partial(ev.Role, ev.Text)
+		if ev.Role != core.RoleThinking {
+			r.t.reply.Write([]byte(ev.Text))
+		}
 		if r.t.sub != nil && ev.Role == core.RoleOutput {
 			r.t.sub.collect(ev.Text)
 		}
@@ -505,17 +512,22 @@ func (r *turnRun) settle(ctx context.Context, out agentproc.Outcome, err error) 
 	if err != nil {
 		log.ErrorContext(ctx, "turn refused by runner", "err", err)
 		t.ended("failed", "", err.Error())
+		e.fail(t, r.profileName, "start_failed", err.Error())
 		finish(log, r.pres, stream.Final{Error: err.Error()})
 		return
 	}
 	t.ended(turnResult(out), out.Reply, out.Failure())
 	log.InfoContext(ctx, "turn finished", "exit_code", out.ExitCode, "duration", out.Duration, "stderr_tail", lastLine(out.Stderr))
 	e.opts.Observer.TurnFinished(t.plat.Name(), r.profileName, turnResult(out), out.Duration)
+	if res := turnResult(out); res != "ok" && res != "stopped" {
+		e.fail(t, r.profileName, res, out.Failure())
+	}
 
 	stopAfter := time.AfterFunc(e.opts.FinalTimeout, r.pcancel)
 	defer stopAfter.Stop()
 	if !finish(log, r.pres, finalFor(out, r.s.Presenter.UsageFooter)) {
 		e.opts.Observer.ReplyLost(t.plat.Name())
+		e.fail(t, r.profileName, "reply_lost", "the final reply could not be delivered")
 	}
 
 	// P-SID-5: the session id is kept even when the turn failed. Saved after
@@ -529,7 +541,7 @@ func (r *turnRun) settle(ctx context.Context, out agentproc.Outcome, err error) 
 	if err := r.saver.save(context.WithoutCancel(ctx), out.SessionID, true); err != nil {
 		log.ErrorContext(ctx, "save session failed", "err", err)
 	}
-	ev := core.UsageEvent{At: time.Now(), Platform: t.plat.Name(), User: m.From.ID, Usage: usage}
+	ev := core.UsageEvent{At: time.Now(), Platform: t.plat.Name(), User: m.From.ID, Profile: r.profileName, Usage: usage}
 	if err := e.store.RecordUsage(context.WithoutCancel(ctx), ev); err != nil {
 		log.ErrorContext(ctx, "record usage failed", "err", err)
 	}
