@@ -203,12 +203,16 @@ type Upcoming struct {
 	Name     string
 	Cron     string
 	TimeZone string
-	Thread   string    // the thread it posts in; "" for the channel
-	Next     time.Time // in TimeZone
-	Last     time.Time // the last run; zero if none yet
+	Conv     core.ConversationKey // where it posts
+	Thread   string               // the thread it posts in; "" for the channel
+	Next     time.Time            // in TimeZone
+	Last     time.Time            // the last run; zero if none yet
 	// Skipped is a missed run that was not caught up (outside the
 	// catch-up window); zero if none since the last run.
 	Skipped time.Time
+	// Result is how the last run this process fired ended (a Result's
+	// Status, and its error); "" before one ended.
+	Result string
 }
 
 // schedules is /schedules' answer in conv.

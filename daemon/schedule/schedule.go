@@ -63,7 +63,8 @@ type entry struct {
 	next    time.Time
 	last    time.Time
 	skipped time.Time
-	loaded  bool // last and skipped read from the state
+	loaded  bool   // last and skipped read from the state
+	result  string // how the last run this process fired ended; "" while it runs or before one
 }
 
 // New returns a scheduler of entries, which must have been validated
@@ -93,7 +94,7 @@ func (s *Scheduler) build(entries []Entry, old []*entry) []*entry {
 		}
 		e := &entry{Entry: en, sched: sched}
 		if i := slices.IndexFunc(old, func(o *entry) bool { return o.Name == en.Name }); i >= 0 {
-			e.last, e.skipped, e.loaded = old[i].last, old[i].skipped, old[i].loaded
+			e.last, e.skipped, e.loaded, e.result = old[i].last, old[i].skipped, old[i].loaded, old[i].result
 		}
 		out = append(out, e)
 	}
@@ -116,13 +117,24 @@ func (s *Scheduler) Reload(entries []Entry) {
 // Upcoming implements engine.Schedules: the entries that post in conv's
 // channel (an entry without a workspace matches any), soonest first.
 func (s *Scheduler) Upcoming(conv core.ConversationKey) []engine.Upcoming {
+	return s.list(func(c core.ConversationKey) bool {
+		return c.Platform == conv.Platform && c.Channel == conv.Channel && (c.Workspace == "" || c.Workspace == conv.Workspace)
+	})
+}
+
+// All returns every entry, soonest first (the operator console).
+func (s *Scheduler) All() []engine.Upcoming {
+	return s.list(func(core.ConversationKey) bool { return true })
+}
+
+func (s *Scheduler) list(match func(core.ConversationKey) bool) []engine.Upcoming {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []engine.Upcoming
 	for _, e := range s.entries {
 		c := e.Conv
-		if c.Platform != conv.Platform || c.Channel != conv.Channel || (c.Workspace != "" && c.Workspace != conv.Workspace) {
+		if !match(c) {
 			continue
 		}
 		due := e.next
@@ -130,8 +142,8 @@ func (s *Scheduler) Upcoming(conv core.ConversationKey) []engine.Upcoming {
 			due = next(e.sched, e.Location, now)
 		}
 		out = append(out, engine.Upcoming{
-			Name: e.Name, Cron: e.Cron, TimeZone: e.Location.String(), Thread: c.Thread,
-			Next: due.In(e.Location), Last: e.last, Skipped: e.skipped,
+			Name: e.Name, Cron: e.Cron, TimeZone: e.Location.String(), Conv: c, Thread: c.Thread,
+			Next: due.In(e.Location), Last: e.last, Skipped: e.skipped, Result: e.result,
 		})
 	}
 	slices.SortStableFunc(out, func(a, b engine.Upcoming) int { return a.Next.Compare(b.Next) })
@@ -302,13 +314,21 @@ func wall(t time.Time) time.Time {
 // the run first, so a crash after it cannot run it again.
 func (s *Scheduler) fire(ctx context.Context, sub Submitter, e *entry, now, due time.Time, log *slog.Logger) {
 	s.mu.Lock()
-	e.last, e.skipped = now, time.Time{}
+	e.last, e.skipped, e.result = now, time.Time{}, ""
 	s.mu.Unlock()
 	s.save(ctx, log, e.Name, now, time.Time{})
 	s.setNext(e, now)
 	id, err := sub.Submit(ctx, engine.Submission{
 		Conv: e.Conv, Text: e.Message, Profile: e.Profile, Session: e.Session,
 		Origin: engine.OriginSchedule, Name: e.Name,
+		Done: func(r engine.Result) {
+			s.mu.Lock()
+			e.result = r.Status
+			if r.Error != "" {
+				e.result += ": " + r.Error
+			}
+			s.mu.Unlock()
+		},
 	})
 	if err != nil {
 		log.Error("scheduled turn not started", "due", due, "err", err)
