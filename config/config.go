@@ -86,12 +86,15 @@ type Config struct {
 	// Trigger is the HTTP endpoint that starts turns; off unless Listen
 	// is set.
 	Trigger Trigger
+	// Console is the operator's web console; off unless Listen is set.
+	Console Console
 	// Accounts are the platform sections: each kind's first account, set
 	// in the file or not, in the order of Options.Platforms, then each
 	// KIND/NAME section in file order.
 	Accounts []Account
 
 	warnings []*FieldError
+	secrets  []core.Secret
 	file     string         // the path as given, for FieldError.File
 	lines    map[string]int // YAML path → line of its key
 }
@@ -170,6 +173,18 @@ type Trigger struct {
 	Listen string
 	// Token is the bearer token every request must carry.
 	Token core.Secret
+}
+
+// Console configures the operator's web console (daemon/webconsole).
+type Console struct {
+	// Listen is the host:port to serve on; empty is off.
+	Listen string
+	// Token is what an operator logs in with (or sends as a bearer token).
+	Token core.Secret
+	// TLSCert and TLSKey are PEM files; set both to serve HTTPS.
+	TLSCert, TLSKey string
+	// Insecure allows plain HTTP on an address that is not loopback.
+	Insecure bool
 }
 
 // Presenter tunes how a turn's output is shown in chat.
@@ -418,6 +433,11 @@ func (c *Config) ProfileChoices(conv core.ConversationKey) []string {
 // secret written literally in the file, a wildcard access list, an enabled
 // platform nobody may use, a metrics listener beyond loopback.
 func (c *Config) Warnings() []*FieldError { return slices.Clone(c.warnings) }
+
+// Secrets returns every secret the file set (tokens, signing secrets,
+// whatever the field), so that what shows the bridge's state can make
+// sure none of them is shown.
+func (c *Config) Secrets() []core.Secret { return slices.Clone(c.secrets) }
 
 // Problem returns a problem of the setting at YAML path, such as
 // "profiles.claude", found after loading (a profile file that does not

@@ -34,6 +34,7 @@ type decoder struct {
 	failed  map[string]bool      // paths already reported, not to be reported again as missing
 	listens map[string]string    // listen address → the path that claimed it
 	uniques map[string]string    // kind, key and value → the path that claimed it
+	secrets []core.Secret        // every secret read, for Config.Secrets
 }
 
 // expansion records the variables one secret or URL field referenced, so
@@ -78,7 +79,7 @@ func parse(data []byte, path string, opts Options) (*Config, error) {
 	d.root(root, &c)
 	d.validate(&c, dir)
 	slices.SortStableFunc(d.warns, byLine)
-	c.warnings, c.file, c.lines = d.warns, path, d.lines
+	c.warnings, c.file, c.lines, c.secrets = d.warns, path, d.lines, d.secrets
 	if len(d.errs) > 0 {
 		slices.SortStableFunc(d.errs, byLine)
 		errs := make([]error, len(d.errs))
@@ -198,6 +199,13 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 		{"trigger", d.sub([]field{
 			{"listen", d.str(&c.Trigger.Listen)},
 			{"token", d.secret(&c.Trigger.Token)},
+		})},
+		{"console", d.sub([]field{
+			{"listen", d.str(&c.Console.Listen)},
+			{"token", d.secret(&c.Console.Token)},
+			{"tls_cert", d.str(&c.Console.TLSCert)},
+			{"tls_key", d.str(&c.Console.TLSKey)},
+			{"insecure", d.boolean(&c.Console.Insecure)},
 		})},
 	}, d.accounts(c)...), func(name, p string, k, v *yaml.Node) bool { return d.account(name, p, k, v, c) })
 }
@@ -565,6 +573,7 @@ func (d *decoder) secret(dst *core.Secret) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
 		if v, ok := d.expand(n, path, true); ok {
 			*dst = core.Secret(v)
+			d.secrets = append(d.secrets, *dst)
 		}
 	}
 }

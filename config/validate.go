@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"fmt"
 	"maps"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/internal/cronexpr"
+	"github.com/agentbridge/agentbridge/internal/httpguard"
 	"github.com/agentbridge/agentbridge/internal/yamlnode"
 )
 
@@ -63,6 +65,7 @@ func (d *decoder) validate(c *Config, dir string) {
 		}
 	}
 	d.validateTrigger(c)
+	d.validateConsole(c, dir)
 
 	for i, r := range c.Routes {
 		d.validateTranscribe(fmt.Sprintf("routes[%d].transcribe", i), r.Transcribe)
@@ -257,12 +260,36 @@ func (d *decoder) checkListen(path, v string) (string, bool) {
 	return host, true
 }
 
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
+func loopback(host string) bool { return httpguard.Loopback(host) }
+
+// validateConsole checks the operator console: an address and a token, or
+// neither; a certificate and its key, or neither; and no plain HTTP on an
+// address other hosts reach unless insecure says so.
+func (d *decoder) validateConsole(c *Config, dir string) {
+	k := &c.Console
+	if k.Listen == "" {
+		if !k.Token.IsZero() && !d.failed["console.listen"] {
+			d.fail(d.line("console"), "console.listen", "is required when console.token is set: the host:port to serve the console on")
+		}
+		return
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	d.checkListen("console.listen", k.Listen)
+	if d.need("console.token", !k.Token.IsZero(), "when console.listen is set: the token operators log in with") && len(k.Token.Reveal()) < 16 {
+		d.warn(d.line("console.token"), "console.token", "shorter than 16 characters: use a long random token (openssl rand -hex 32)")
+	}
+	if (k.TLSCert == "") != (k.TLSKey == "") {
+		d.fail(d.line("console"), "console.tls_key", "set tls_cert and tls_key together (a PEM certificate and its key), or neither")
+		return
+	}
+	if k.TLSCert != "" {
+		k.TLSCert, k.TLSKey = absPath(dir, k.TLSCert), absPath(dir, k.TLSKey)
+		if _, err := tls.LoadX509KeyPair(k.TLSCert, k.TLSKey); err != nil {
+			d.fail(d.line("console.tls_cert"), "console.tls_cert", "cannot load the certificate and key: %v", err)
+		}
+	}
+	if err := httpguard.Exposed(k.Listen, k.TLSCert != "", k.Insecure); err != nil {
+		d.fail(d.line("console.listen"), "console.listen", "%v", err)
+	}
 }
 
 // StateDirEnv names the environment variable that, when set to an absolute

@@ -5,6 +5,8 @@
 package httpguard
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -124,4 +126,28 @@ func (p *Pass) Leave() (cut bool) {
 		g.held = slices.Delete(g.held, i, i+1)
 	}
 	return p.cut
+}
+
+// Loopback reports whether host (of a host:port) is a loopback address,
+// which only this machine reaches.
+func Loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Exposed refuses to serve a page that takes a password in plain HTTP on
+// an address other hosts reach: addr must be loopback, or served with TLS,
+// or the operator must have said insecure (a TLS proxy in front).
+func Exposed(addr string, tls, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if Loopback(host) || tls || insecure {
+		return nil
+	}
+	return fmt.Errorf("%s is not a loopback address: serving there in plain HTTP would send the token readable over the network; set tls_cert and tls_key, or insecure: true behind a TLS proxy", addr)
 }
