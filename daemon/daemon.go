@@ -20,6 +20,7 @@ import (
 	"github.com/agentbridge/agentbridge/daemon/metrics"
 	"github.com/agentbridge/agentbridge/daemon/schedule"
 	"github.com/agentbridge/agentbridge/daemon/trigger"
+	"github.com/agentbridge/agentbridge/daemon/webconsole"
 	"github.com/agentbridge/agentbridge/profiles"
 	"github.com/agentbridge/agentbridge/store"
 )
@@ -109,6 +110,13 @@ func Serve(ctx context.Context, opts Options) error {
 	if trigLn != nil {
 		defer trigLn.Close()
 	}
+	consoleLn, consoleCert, err := listenConsole(cfg)
+	if err != nil {
+		return err
+	}
+	if consoleLn != nil {
+		defer consoleLn.Close()
+	}
 	sched := schedule.New(scheduleEntries(cfg), st, log)
 	eng := engine.New(st, EngineSettings(cfg, profs), engine.Options{Log: log, Observer: m, Schedules: sched,
 		// An agent's file:// attachment never names these (profiles' files neither).
@@ -120,10 +128,11 @@ func Serve(ctx context.Context, opts Options) error {
 	runCtx, stopAdapters := context.WithCancel(context.Background())
 	defer stopAdapters()
 	fatal := make(chan error, len(platforms))
+	health := newHealth(names)
 	for _, p := range platforms {
 		h := eng.Handler(p)
 		wg.Go(func() {
-			if err := supervise(runCtx, log.With("adapter", p.Name()), p, h); err != nil {
+			if err := supervise(runCtx, log.With("adapter", p.Name()), p, h, health); err != nil {
 				fatal <- err
 			}
 		})
@@ -150,6 +159,18 @@ func Serve(ctx context.Context, opts Options) error {
 				log.Error("trigger listener stopped", "err", err)
 			}
 		})
+	}
+	if consoleLn != nil {
+		con := webconsole.New(webconsole.Options{
+			Token: cfg.Console.Token, Engine: eng, Usage: st, Schedules: sched, Health: health,
+			Secrets: secretValues(cfg, profs), TLS: consoleCert != nil, Log: log.With("component", "console"),
+		})
+		srv, ln, err := webconsole.Server(con, consoleLn, consoleCert, cfg.Console.Insecure)
+		if err != nil {
+			return &ConfigError{err}
+		}
+		log.Info("console listening", "addr", consoleLn.Addr().String(), "tls", consoleCert != nil)
+		wg.Go(func() { webconsole.Run(runCtx, srv, ln, log) })
 	}
 	log.Info("agentbridge serving", "platforms", names, "store", cfg.Store)
 
@@ -193,14 +214,16 @@ func Serve(ctx context.Context, opts Options) error {
 // supervise keeps one adapter running, restarting it with backoff, so one
 // failing platform never stops the others. It gives up only on an error
 // marked core.ErrFatal (a rejected token, say), which it returns.
-func supervise(ctx context.Context, log *slog.Logger, p core.Platform, h core.Handler) error {
+func supervise(ctx context.Context, log *slog.Logger, p core.Platform, h core.Handler, hl *health) error {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		start := time.Now()
+		hl.started(p.Name())
 		err := p.Run(ctx, h)
 		if ctx.Err() != nil {
 			return nil
 		}
+		hl.stopped(p.Name(), err, !errors.Is(err, core.ErrFatal))
 		if errors.Is(err, core.ErrFatal) {
 			log.Error("adapter stopped and will not be restarted: fix the config and restart agentbridge", "err", err)
 			return err

@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/daemon/webconsole"
+)
+
+// health keeps each adapter's state as supervise sees it: running or not,
+// restarts, the last error. It implements webconsole.Health.
+type health struct {
+	mu   sync.Mutex
+	list []webconsole.Adapter // in the order of the accounts
+}
+
+func newHealth(names []string) *health {
+	h := &health{}
+	for _, n := range names {
+		h.list = append(h.list, webconsole.Adapter{Name: n})
+	}
+	return h
+}
+
+func (h *health) update(name string, f func(a *webconsole.Adapter)) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i := slices.IndexFunc(h.list, func(a webconsole.Adapter) bool { return a.Name == name }); i >= 0 {
+		f(&h.list[i])
+	}
+}
+
+// started and stopped record one run of an adapter.
+func (h *health) started(name string) {
+	h.update(name, func(a *webconsole.Adapter) { a.Connected, a.Since = true, time.Now() })
+}
+
+func (h *health) stopped(name string, err error, restart bool) {
+	h.update(name, func(a *webconsole.Adapter) {
+		a.Connected, a.Since = false, time.Now()
+		if err != nil {
+			a.LastError, a.LastErrorAt = err.Error(), a.Since
+		}
+		if restart {
+			a.Restarts++
+		}
+	})
+}
+
+// Adapters implements webconsole.Health.
+func (h *health) Adapters() []webconsole.Adapter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.list)
+}
+
+// listenConsole binds the console's address, if one is configured, before
+// anything starts, and loads its certificate.
+func listenConsole(cfg *config.Config) (net.Listener, *tls.Certificate, error) {
+	k := cfg.Console
+	if k.Listen == "" {
+		return nil, nil, nil
+	}
+	var cert *tls.Certificate
+	if k.TLSCert != "" {
+		c, err := tls.LoadX509KeyPair(k.TLSCert, k.TLSKey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("console certificate: %w", err)
+		}
+		cert = &c
+	}
+	ln, err := net.Listen("tcp", k.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("console listener: %w", err)
+	}
+	return ln, cert, nil
+}
+
+// secretValues are the values no console page may show: every secret of
+// the config and every profile's environment values, with the values of
+// the variables they name.
+func secretValues(cfg *config.Config, profs map[string]*agentproc.Profile) []string {
+	var out []string
+	for _, s := range cfg.Secrets() {
+		out = append(out, s.Reveal())
+	}
+	for _, p := range profs {
+		for _, v := range p.Env {
+			out = append(out, v)
+			os.Expand(v, func(name string) string {
+				out = append(out, os.Getenv(name))
+				return ""
+			})
+		}
+	}
+	return out
+}
