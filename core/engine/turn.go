@@ -479,10 +479,11 @@ func (r *turnRun) event(ctx context.Context, ev agentproc.Event) {
 	r.idle.active()
 	switch ev.Kind {
 	case agentproc.EventPartial:
-		r.pres.Partial(ev.Role, ev.Text)
+		// The tail first, so whoever sees the reply's post sees it too.
 		if ev.Role != core.RoleThinking {
 			r.t.reply.Write([]byte(ev.Text))
 		}
+		r.pres.Partial(ev.Role, ev.Text)
 		if r.t.sub != nil && ev.Role == core.RoleOutput {
 			r.t.sub.collect(ev.Text)
 		}

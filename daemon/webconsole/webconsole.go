@@ -15,6 +15,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"html"
 	"html/template"
 	"log/slog"
 	"net"
@@ -147,14 +148,18 @@ func New(opts Options) *Console {
 		opts.Now = time.Now
 	}
 	c := &Console{opts: opts, log: opts.Log, auth: newAuth(opts), crossing: http.NewCrossOriginProtection()}
-	var pairs []string
-	secrets := append([]string{opts.Token.Reveal()}, opts.Secrets...)
+	var secrets []string
+	for _, s := range append([]string{opts.Token.Reveal()}, opts.Secrets...) {
+		if len(s) >= MinSecret {
+			// As written and as a page escapes it.
+			secrets = append(secrets, s, template.HTMLEscapeString(s), html.EscapeString(s))
+		}
+	}
 	// Longest first, so a secret that contains another goes whole.
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
 	for _, s := range slices.Compact(secrets) {
-		if len(s) >= MinSecret {
-			pairs = append(pairs, s, "REDACTED")
-		}
+		pairs = append(pairs, s, "REDACTED")
 	}
 	c.secrets = strings.NewReplacer(pairs...)
 	m := http.NewServeMux()
