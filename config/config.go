@@ -94,7 +94,10 @@ type Config struct {
 	Accounts []Account
 
 	warnings []*FieldError
-	secrets  []core.Secret
+	// secrets returns every secret read. A function, so that printing a
+	// Config (which cannot call the String method of an unexported
+	// field's elements) never shows them.
+	secrets func() []core.Secret
 	file     string         // the path as given, for FieldError.File
 	lines    map[string]int // YAML path → line of its key
 }
@@ -437,7 +440,12 @@ func (c *Config) Warnings() []*FieldError { return slices.Clone(c.warnings) }
 // Secrets returns every secret the file set (tokens, signing secrets,
 // whatever the field), so that what shows the bridge's state can make
 // sure none of them is shown.
-func (c *Config) Secrets() []core.Secret { return slices.Clone(c.secrets) }
+func (c *Config) Secrets() []core.Secret {
+	if c.secrets == nil {
+		return nil
+	}
+	return c.secrets()
+}
 
 // Problem returns a problem of the setting at YAML path, such as
 // "profiles.claude", found after loading (a profile file that does not

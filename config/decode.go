@@ -79,7 +79,9 @@ func parse(data []byte, path string, opts Options) (*Config, error) {
 	d.root(root, &c)
 	d.validate(&c, dir)
 	slices.SortStableFunc(d.warns, byLine)
-	c.warnings, c.file, c.lines, c.secrets = d.warns, path, d.lines, d.secrets
+	secrets := d.secrets
+	c.warnings, c.file, c.lines = d.warns, path, d.lines
+	c.secrets = func() []core.Secret { return slices.Clone(secrets) }
 	if len(d.errs) > 0 {
 		slices.SortStableFunc(d.errs, byLine)
 		errs := make([]error, len(d.errs))
