@@ -98,8 +98,8 @@ type Config struct {
 	// Config (which cannot call the String method of an unexported
 	// field's elements) never shows them.
 	secrets func() []core.Secret
-	file     string         // the path as given, for FieldError.File
-	lines    map[string]int // YAML path → line of its key
+	file    string         // the path as given, for FieldError.File
+	lines   map[string]int // YAML path → line of its key
 }
 
 // Route sends the conversations it matches to a profile. An empty field
