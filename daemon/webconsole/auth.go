@@ -124,8 +124,6 @@ func (a *auth) cookie(value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: CookieName, Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true, Secure: a.tls, SameSite: http.SameSiteStrictMode}
 }
 
-type ctxKey struct{}
-
 // authed serves h only to a logged-in operator; a state-changing request
 // with a cookie must also carry the session's CSRF token.
 func (c *Console) authed(h func(http.ResponseWriter, *http.Request, operator)) http.Handler {
