@@ -124,11 +124,23 @@ func Serve(ctx context.Context, opts Options) error {
 	convs := &conversations{served: names, st: st}
 	convs.cfg.Store(cfg)
 
+	health := newHealth(names)
+	var console *http.Server
+	if consoleLn != nil {
+		con := webconsole.New(webconsole.Options{
+			Token: cfg.Console.Token, Engine: eng, Usage: st, Schedules: sched, Health: health,
+			Secrets: secretValues(cfg, profs), TLS: consoleCert != nil, Log: log.With("component", "console"),
+		})
+		// Refused here, before anything runs, like a bad config.
+		if console, consoleLn, err = webconsole.Server(con, consoleLn, consoleCert, cfg.Console.Insecure); err != nil {
+			return &ConfigError{err}
+		}
+	}
+
 	var wg sync.WaitGroup
 	runCtx, stopAdapters := context.WithCancel(context.Background())
 	defer stopAdapters()
 	fatal := make(chan error, len(platforms))
-	health := newHealth(names)
 	for _, p := range platforms {
 		h := eng.Handler(p)
 		wg.Go(func() {
@@ -160,17 +172,9 @@ func Serve(ctx context.Context, opts Options) error {
 			}
 		})
 	}
-	if consoleLn != nil {
-		con := webconsole.New(webconsole.Options{
-			Token: cfg.Console.Token, Engine: eng, Usage: st, Schedules: sched, Health: health,
-			Secrets: secretValues(cfg, profs), TLS: consoleCert != nil, Log: log.With("component", "console"),
-		})
-		srv, ln, err := webconsole.Server(con, consoleLn, consoleCert, cfg.Console.Insecure)
-		if err != nil {
-			return &ConfigError{err}
-		}
+	if console != nil {
 		log.Info("console listening", "addr", consoleLn.Addr().String(), "tls", consoleCert != nil)
-		wg.Go(func() { webconsole.Run(runCtx, srv, ln, log) })
+		wg.Go(func() { webconsole.Run(runCtx, console, consoleLn, log) })
 	}
 	log.Info("agentbridge serving", "platforms", names, "store", cfg.Store)
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -96,12 +97,22 @@ func (e *Engine) Snapshot() []Live {
 		out = append(out, l)
 	}
 	slices.SortFunc(out, func(a, b Live) int {
-		if c := a.Started.Compare(b.Started); c != 0 && !a.Started.IsZero() && !b.Started.IsZero() {
+		if a.Started.IsZero() != b.Started.IsZero() {
+			return cmp.Compare(btoi(a.Started.IsZero()), btoi(b.Started.IsZero())) // running first
+		}
+		if c := a.Started.Compare(b.Started); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Key.Slug(), b.Key.Slug())
 	})
 	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Stop is the chat's stop command for an operator (who is named in the
