@@ -154,3 +154,20 @@ type File struct {
 type FileSender interface {
 	SendFile(ctx context.Context, to ConversationKey, f File) (MessageRef, error)
 }
+
+// RateReporter is an optional Platform capability: how much of its
+// platform's rate limits the account uses, for the operator console.
+type RateReporter interface {
+	RateUse() []RateUse
+}
+
+// RateUse is one kind of rate budget of an account (Slack's chat.update
+// per channel, a Telegram chat's sends, a Discord route).
+type RateUse struct {
+	Budget string
+	// InUse is the share in use now of the fullest budget of the kind,
+	// from 0 to 1.
+	InUse float64
+	// Refused counts the 429s the platform answered since the start.
+	Refused int64
+}

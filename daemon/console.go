@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/daemon/webconsole"
 )
@@ -17,14 +18,16 @@ import (
 // health keeps each adapter's state as supervise sees it: running or not,
 // restarts, the last error. It implements webconsole.Health.
 type health struct {
+	platforms []core.Platform // in the order of list
+
 	mu   sync.Mutex
-	list []webconsole.Adapter // in the order of the accounts
+	list []webconsole.Adapter
 }
 
-func newHealth(names []string) *health {
-	h := &health{}
-	for _, n := range names {
-		h.list = append(h.list, webconsole.Adapter{Name: n})
+func newHealth(platforms []core.Platform) *health {
+	h := &health{platforms: platforms}
+	for _, p := range platforms {
+		h.list = append(h.list, webconsole.Adapter{Name: p.Name()})
 	}
 	return h
 }
@@ -57,11 +60,18 @@ func (h *health) stopped(name string, err error, restart bool) {
 	})
 }
 
-// Adapters implements webconsole.Health.
+// Adapters implements webconsole.Health: what supervise saw, and the
+// rate budgets' use of the adapters that report it.
 func (h *health) Adapters() []webconsole.Adapter {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.list)
+	out := slices.Clone(h.list)
+	h.mu.Unlock()
+	for i, p := range h.platforms {
+		if r, ok := p.(core.RateReporter); ok {
+			out[i].Rates = r.RateUse()
+		}
+	}
+	return out
 }
 
 // listenConsole binds the console's address, if one is configured, before

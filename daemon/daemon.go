@@ -124,7 +124,7 @@ func Serve(ctx context.Context, opts Options) error {
 	convs := &conversations{served: names, st: st}
 	convs.cfg.Store(cfg)
 
-	health := newHealth(names)
+	health := newHealth(platforms)
 	var console *http.Server
 	if consoleLn != nil {
 		con := webconsole.New(webconsole.Options{

@@ -130,6 +130,7 @@ func (t *transport) observe(key string, resp *http.Response) {
 			wait = seconds(ra)
 		}
 		budget.Spent(time.Now().Add(wait))
+		budget.Refused()
 		return
 	}
 	limit, _ := strconv.Atoi(h.Get("X-RateLimit-Limit"))

@@ -96,6 +96,7 @@ var postLimit = pace.Limit{N: 60, Per: time.Minute, Burst: 2}
 func hold(b *pace.Budget, err error) {
 	if ra, ok := core.RetryAfter(err); ok {
 		b.Hold(time.Now().Add(ra))
+		b.Refused()
 	}
 }
 

@@ -345,7 +345,9 @@ func (a *Adapter) budget(chat int64) *pace.Budget {
 // blocked holds chat's budget for a 429's retry_after.
 func (a *Adapter) blocked(chat int64, err error) {
 	if ra, ok := core.RetryAfter(err); ok {
-		a.budget(chat).Hold(time.Now().Add(ra))
+		b := a.budget(chat)
+		b.Hold(time.Now().Add(ra))
+		b.Refused()
 	}
 }
 

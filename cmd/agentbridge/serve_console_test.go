@@ -19,7 +19,8 @@ import (
 )
 
 // serve with the operator console, against the fake Telegram: a turn
-// waiting on a permission prompt is on the live page with its prompt, the
+// waiting on a permission prompt is on the live page with its prompt, a
+// 429 is counted in the adapter's health, the
 // console's Stop (a bearer client) stops it as /stop would, and no page
 // shows the bot's token or the console's.
 func TestServeConsole(t *testing.T) {
@@ -88,12 +89,15 @@ console:
 		t.Errorf("a wrong bearer token: %d, want 401", code)
 	}
 
+	// The prompt's first send meets a 429: the live page counts it.
+	fake.Fail("sendMessage", telegramtest.RateLimit(1))
 	alice := telegramtest.User(1001, "Alice", "alice")
 	fake.Push(telegramtest.PrivateMessage(1, alice, "write a file"))
 	var page string
 	waitFor("the turn and its prompt on the live page", func() bool {
 		_, page = get("GET", "/", consoleToken)
-		return strings.Contains(page, "Waiting for a permission answer") && strings.Contains(page, "Alice")
+		return strings.Contains(page, "Waiting for a permission answer") && strings.Contains(page, "Alice") &&
+			regexp.MustCompile(`sends per private chat: \d+ %, 1 × 429`).MatchString(page)
 	})
 	// The stop form as the page has it.
 	form := url.Values{}

@@ -62,6 +62,8 @@ type Adapter struct {
 	// LastError is the last error the adapter stopped with, and when.
 	LastError   string
 	LastErrorAt time.Time
+	// Rates is the use of each of its rate budgets, where it reports them.
+	Rates []core.RateUse
 }
 
 // Health reports the adapters' health; the daemon's supervisor implements
@@ -116,11 +118,12 @@ const (
 var assets embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"ago":  ago,
-	"when": func(t time.Time) string { return when(t) },
-	"conv": convName,
-	"who":  who,
-	"usd":  func(v float64) string { return fmt.Sprintf("$%.4f", v) },
+	"ago":     ago,
+	"when":    func(t time.Time) string { return when(t) },
+	"conv":    convName,
+	"who":     who,
+	"usd":     func(v float64) string { return fmt.Sprintf("$%.4f", v) },
+	"percent": func(v float64) string { return fmt.Sprintf("%.0f %%", 100*v) },
 }).ParseFS(assets, "assets/*.html"))
 
 // Console serves the pages. Create it with New.

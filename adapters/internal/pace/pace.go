@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
@@ -108,6 +109,9 @@ type Budget struct {
 	hold    time.Time   // nothing goes before this (a 429, a spent bucket)
 	queue   []*waiter   // callers that were refused, in the order they go
 	calls   []time.Time // a Window limit's last N calls
+	// refused counts the platform's 429s (Refused); a set's budgets share
+	// the set's, so a forgotten budget's count stays.
+	refused *atomic.Int64
 }
 
 type waiter struct {
@@ -118,7 +122,7 @@ type waiter struct {
 
 // NewBudget returns a full budget for l.
 func NewBudget(l Limit) *Budget {
-	b := &Budget{}
+	b := &Budget{refused: new(atomic.Int64)}
 	b.set(l)
 	b.tokens = b.burst
 	return b
@@ -381,9 +385,10 @@ func (b *Budget) expire(now time.Time) {
 // channel, a route), made on first use. A set grown past a bound forgets
 // its idle budgets.
 type Budgets struct {
-	limit Limit
-	mu    sync.Mutex
-	m     map[string]*Budget
+	limit   Limit
+	refused atomic.Int64 // its budgets' 429s
+	mu      sync.Mutex
+	m       map[string]*Budget
 }
 
 // maxBudgets bounds a Budgets set; past it, full idle budgets are dropped.
@@ -405,9 +410,55 @@ func (s *Budgets) Get(key string) *Budget {
 			s.forgetIdle()
 		}
 		b = NewBudget(s.limit)
+		b.refused = &s.refused
 		s.m[key] = b
 	}
 	return b
+}
+
+// Refused counts a 429 the platform answered a call of this budget with
+// (the operator console shows them); the caller holds the budget too.
+func (b *Budget) Refused() { b.refused.Add(1) }
+
+// InUse reports the share of the budget in use now, from 0 (full: a
+// burst could go at once) to 1 (spent, or held).
+func (b *Budget) InUse() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if b.hold.After(now) {
+		return 1
+	}
+	if b.limit.Window {
+		n := 0
+		for _, c := range b.calls {
+			if now.Sub(c) < b.limit.window() {
+				n++
+			}
+		}
+		return min(1, float64(n)/float64(b.limit.N))
+	}
+	b.refill(now)
+	return min(1, max(0, 1-b.tokens/b.burst))
+}
+
+// Use reports a budget's or a set's use: the fullest budget's share in
+// use and the 429s counted.
+func (b *Budget) Use() (inUse float64, refused int64) { return b.InUse(), b.refused.Load() }
+
+// Use reports the fullest budget's share in use and the 429s the set's
+// budgets counted.
+func (s *Budgets) Use() (inUse float64, refused int64) {
+	s.mu.Lock()
+	list := make([]*Budget, 0, len(s.m))
+	for _, b := range s.m {
+		list = append(list, b)
+	}
+	s.mu.Unlock()
+	for _, b := range list {
+		inUse = max(inUse, b.InUse())
+	}
+	return inUse, s.refused.Load()
 }
 
 // forgetIdle drops the budgets nobody waits for that are full again (a
