@@ -171,3 +171,10 @@ type RateUse struct {
 	// Refused counts the 429s the platform answered since the start.
 	Refused int64
 }
+
+// Linker is an optional Platform capability: the address of a message in
+// the platform's own client (a permalink), "" where it has none. It does
+// no I/O.
+type Linker interface {
+	Link(conv ConversationKey, messageID string) string
+}

@@ -60,6 +60,17 @@ func (h *health) stopped(name string, err error, restart bool) {
 	})
 }
 
+// link is the address of a message in its platform's client, where the
+// adapter gives one (core.Linker).
+func (h *health) link(conv core.ConversationKey, messageID string) string {
+	for _, p := range h.platforms {
+		if l, ok := p.(core.Linker); ok && p.Name() == conv.Platform {
+			return l.Link(conv, messageID)
+		}
+	}
+	return ""
+}
+
 // Adapters implements webconsole.Health: what supervise saw, and the
 // rate budgets' use of the adapters that report it.
 func (h *health) Adapters() []webconsole.Adapter {
