@@ -94,7 +94,6 @@ func (r *turnRun) voiceNotes(ctx context.Context, v Voice) []int {
 // attachments, downloaded to paths) and returns the agent's message: the
 // message's text, then each transcript.
 func (r *turnRun) hear(ctx context.Context, v Voice, notes []int, paths []string) string {
-	parts := []string{strings.TrimSpace(r.t.msg.Text)}
 	if len(notes) == 0 {
 		return r.t.msg.Text
 	}
@@ -102,22 +101,16 @@ func (r *turnRun) hear(ctx context.Context, v Voice, notes []int, paths []string
 	defer r.setTranscribing(false)
 	stop := r.typingWhile(ctx)
 	defer stop()
+	var parts []string
+	if text := strings.TrimSpace(r.t.msg.Text); text != "" {
+		parts = append(parts, text)
+	}
 	for _, i := range notes {
 		if text, ok := r.transcribe(ctx, v, r.t.msg.Attachments[i], paths[i]); ok {
 			parts = append(parts, text)
 		}
 	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p == "" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
-		}
-		b.WriteString(p)
-	}
-	return b.String()
+	return strings.Join(parts, "\n\n")
 }
 
 // transcribe hears one downloaded voice note, saying what was heard or why
