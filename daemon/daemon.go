@@ -70,6 +70,7 @@ func Serve(ctx context.Context, opts Options) error {
 	for _, w := range profiles.Warnings(profs) {
 		log.Warn("agent cannot start", "problem", w)
 	}
+	logVoiceWarnings(log, cfg)
 	accounts := cfg.Enabled()
 	if len(accounts) == 0 {
 		return &ConfigError{fmt.Errorf("no platform is enabled in %s: %s", opts.ConfigPath, cfg.EnableHint())}

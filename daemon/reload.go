@@ -63,6 +63,7 @@ func (r reloader) reload() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	logVoiceWarnings(r.log, cfg)
 	r.eng.Reload(EngineSettings(cfg, profs))
 	if r.sched != nil {
 		r.sched.Reload(scheduleEntries(cfg))
@@ -122,6 +123,13 @@ func EngineSettings(cfg *config.Config, profs map[string]*agentproc.Profile) *en
 			UsageFooter:      cfg.Presenter.UsageFooter,
 			MinEditInterval:  cfg.Presenter.MinEditInterval,
 		},
+	}
+}
+
+// logVoiceWarnings logs the transcribe commands that cannot run here.
+func logVoiceWarnings(log *slog.Logger, cfg *config.Config) {
+	for _, w := range transcribe.Warnings(cfg) {
+		log.Warn("voice notes cannot be transcribed", "problem", w.Error())
 	}
 }
 

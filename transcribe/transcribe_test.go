@@ -276,3 +276,19 @@ func TestCommandTimesOut(t *testing.T) {
 		t.Fatalf("err = %v, want a deadline", err)
 	}
 }
+
+// A command whose program is on no PATH is reported before any voice
+// note meets it; one that is there is not.
+func TestCommandUnstartable(t *testing.T) {
+	if err := command("echo", "{{FILE}}").Unstartable(); err != nil {
+		t.Errorf("the test binary: %v", err)
+	}
+	missing := &transcribe.Command{Argv: []string{"no-such-stt-program", "{{FILE}}"}}
+	if err := missing.Unstartable(); err == nil || !strings.Contains(err.Error(), "no-such-stt-program cannot run") {
+		t.Errorf("a missing program: %v", err)
+	}
+	noFFmpeg := &transcribe.Command{Argv: []string{os.Args[0], "{{WAV}}"}, Environ: []string{"PATH=" + t.TempDir()}}
+	if err := noFFmpeg.Unstartable(); err == nil || !strings.Contains(err.Error(), "ffmpeg cannot run") {
+		t.Errorf("{{WAV}} without ffmpeg: %v", err)
+	}
+}

@@ -117,6 +117,26 @@ func TestValidateJSONOfAValidConfig(t *testing.T) {
 	}
 }
 
+// A transcribe command that cannot run here is a warning at its line:
+// voice notes would reach the agent untranscribed.
+func TestValidateWarnsAboutATranscribeCommandThatCannotRun(t *testing.T) {
+	cfg := writeConfig(t, "profiles: {demo: builtin:demo}\ndefault_profile: demo\ntelegram:\n  enabled: true\n  token: \"${T}\"\n  allow_users: [\"1\"]\n"+
+		"  transcribe: {command: [no-such-stt-program, \"{{FILE}}\"]}\n")
+	t.Setenv("T", "1:x")
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"validate", "--json", cfg}, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("validate --json: %v\n%s", err, stderr.String())
+	}
+	var r preflight.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Valid || len(r.Warnings) != 1 || r.Warnings[0].Path != "telegram.transcribe.command" || r.Warnings[0].Line != 7 ||
+		!strings.Contains(r.Warnings[0].Problem, "no-such-stt-program cannot run") || !strings.Contains(r.Warnings[0].Problem, "untranscribed") {
+		t.Errorf("report = %+v", r)
+	}
+}
+
 func TestValidateUnreadableAndUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(t.Context(), []string{"validate", filepath.Join(t.TempDir(), "none.yaml")}, nil, &stdout, &stderr)

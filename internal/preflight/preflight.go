@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/profiles"
+	"github.com/agentbridge/agentbridge/transcribe"
 )
 
 // Report is the outcome of Check. Its JSON form is validate --json's output.
@@ -108,6 +109,10 @@ func Check(path string, kinds []config.Kind) *Report {
 		p := fieldProblem(cfg.Problem("profiles."+name, "%v", bad[name]))
 		p.Message = profiles.Warning(name, bad[name])
 		r.Warnings = append(r.Warnings, p)
+	}
+
+	for _, w := range transcribe.Warnings(cfg) {
+		r.Warnings = append(r.Warnings, fieldProblem(w))
 	}
 
 	for _, a := range cfg.Enabled() {
