@@ -370,12 +370,14 @@ func (r *turnRun) prepare(ctx context.Context) bool {
 	t.ended("failed", "", "the turn could not start")
 	if prof == nil {
 		r.log.ErrorContext(ctx, "no profile for conversation", "profile", profileName)
+		e.fail(t, profileName, "start_failed", fmt.Sprintf("profile %q is not configured", profileName))
 		e.say(r.pctx, t.plat, m, fmt.Sprintf("⚠️ This conversation is routed to profile %q, which is not configured.", profileName))
 		return false
 	}
 	sessName, sess, err := e.sessionOf(ctx, t)
 	if err != nil {
 		r.log.ErrorContext(ctx, "load session failed", "err", err)
+		e.fail(t, profileName, "start_failed", "could not load the session: "+err.Error())
 		e.say(r.pctx, t.plat, m, "⚠️ The bridge could not load this conversation's session (storage error).")
 		return false
 	}

@@ -384,8 +384,9 @@ func TestSecretsNeverShown(t *testing.T) {
 		t.Errorf("the streamed secret is not shown as REDACTED on the live page:\n%s", bodies[0])
 	}
 	bodies = append(bodies, r.firstFrame(c))
-	_, body := r.do(c, "POST", "/stop", url.Values{"csrf": {csrf}, "platform": {"fake"}, "channel": {"c1"}}, nil)
+	_, body := r.do(c, "POST", "/stop", url.Values{"csrf": {csrf}, "platform": {conv.Platform}, "workspace": {conv.Workspace}, "channel": {conv.Channel}, "thread": {conv.Thread}}, nil)
 	bodies = append(bodies, body)
+	eventually(t, "the stopped turn gone", func() bool { return len(r.eng.Snapshot()) == 0 })
 	for i, b := range bodies {
 		for _, s := range []string{token, profileSecret, configSecret, "working", "secret"} {
 			if strings.Contains(b, s) {
