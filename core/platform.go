@@ -172,6 +172,13 @@ type RateUse struct {
 	Refused int64
 }
 
+// Namer is an optional Platform capability: the names of a
+// conversation's channel and thread as the platform shows them, "" where
+// the adapter has not seen them. It does no I/O.
+type Namer interface {
+	ConvName(conv ConversationKey) string
+}
+
 // Linker is an optional Platform capability: the address of a message in
 // the platform's own client (a permalink), "" where it has none. It does
 // no I/O.

@@ -71,6 +71,17 @@ func (h *health) link(conv core.ConversationKey, messageID string) string {
 	return ""
 }
 
+// name is a conversation's channel and thread names, where the adapter
+// knows them (core.Namer).
+func (h *health) name(conv core.ConversationKey) string {
+	for _, p := range h.platforms {
+		if n, ok := p.(core.Namer); ok && p.Name() == conv.Platform {
+			return n.ConvName(conv)
+		}
+	}
+	return ""
+}
+
 // Adapters implements webconsole.Health: what supervise saw, and the
 // rate budgets' use of the adapters that report it.
 func (h *health) Adapters() []webconsole.Adapter {

@@ -130,7 +130,7 @@ func Serve(ctx context.Context, opts Options) error {
 	if consoleLn != nil {
 		con := webconsole.New(webconsole.Options{
 			Token: cfg.Console.Token, Engine: eng, Usage: st, Schedules: sched, Health: health,
-			Secrets: secretValues(cfg, profs), TLS: consoleCert != nil, Link: health.link, Log: log.With("component", "console"),
+			Secrets: secretValues(cfg, profs), TLS: consoleCert != nil, Link: health.link, Name: health.name, Log: log.With("component", "console"),
 		})
 		// Refused here, before anything runs, like a bad config.
 		if console, consoleLn, err = webconsole.Server(con, consoleLn, consoleCert, cfg.Console.Insecure); err != nil {

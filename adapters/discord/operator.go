@@ -31,3 +31,35 @@ func (a *Adapter) Link(conv core.ConversationKey, messageID string) string {
 	}
 	return "https://discord.com/channels/" + guild + "/" + channel + "/" + messageID
 }
+
+var _ core.Namer = (*Adapter)(nil)
+
+// ConvName implements core.Namer: "#channel" and " › thread" from the
+// channels the adapter has seen (its cache and the gateway's state).
+func (a *Adapter) ConvName(conv core.ConversationKey) string {
+	name := a.knownName(conv.Channel)
+	if name == "" {
+		return ""
+	}
+	name = "#" + name
+	if t := a.knownName(conv.Thread); t != "" {
+		name += " › " + t
+	}
+	return name
+}
+
+func (a *Adapter) knownName(id string) string {
+	if id == "" {
+		return ""
+	}
+	a.mu.Lock()
+	c := a.info[id]
+	a.mu.Unlock()
+	if c == nil && a.sess != nil && a.sess.State != nil {
+		c, _ = a.sess.State.Channel(id)
+	}
+	if c == nil {
+		return ""
+	}
+	return c.Name
+}

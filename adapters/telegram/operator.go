@@ -1,7 +1,9 @@
 package telegram
 
 import (
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentbridge/agentbridge/core"
 )
@@ -30,4 +32,36 @@ func (a *Adapter) Link(conv core.ConversationKey, messageID string) string {
 		return ""
 	}
 	return "https://t.me/c/" + internal + "/" + msg
+}
+
+// titles keeps the titles of the groups the bot was written in, bounded.
+type titles struct {
+	mu sync.Mutex
+	m  map[int64]string
+}
+
+// maxTitles bounds titles; past it they are forgotten and relearned.
+const maxTitles = 10000
+
+func (t *titles) set(chat int64, title string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil || len(t.m) >= maxTitles {
+		t.m = map[int64]string{}
+	}
+	t.m[chat] = title
+}
+
+var _ core.Namer = (*Adapter)(nil)
+
+// ConvName implements core.Namer: a group's title as its last message
+// gave it; a private chat has none.
+func (a *Adapter) ConvName(conv core.ConversationKey) string {
+	chat, err := strconv.ParseInt(conv.Channel, 10, 64)
+	if err != nil {
+		return ""
+	}
+	a.titles.mu.Lock()
+	defer a.titles.mu.Unlock()
+	return a.titles.m[chat]
 }

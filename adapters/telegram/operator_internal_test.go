@@ -21,3 +21,14 @@ func TestLink(t *testing.T) {
 		}
 	}
 }
+
+func TestConvName(t *testing.T) {
+	a := &Adapter{}
+	a.titles.set(-1001234567890, "Ops room")
+	if got := a.ConvName(core.ConversationKey{Platform: "telegram", Channel: "-1001234567890", Thread: "7"}); got != "Ops room" {
+		t.Errorf("ConvName = %q, want the group's title", got)
+	}
+	if got := a.ConvName(core.ConversationKey{Platform: "telegram", Channel: "1001"}); got != "" {
+		t.Errorf("ConvName of an unseen chat = %q, want none", got)
+	}
+}

@@ -297,6 +297,9 @@ func (a *Adapter) normalize(m *tgbotapi.Message, t threadInfo) (core.Message, bo
 			return core.Message{}, false
 		}
 	}
+	if m.Chat.Title != "" {
+		a.titles.set(m.Chat.ID, m.Chat.Title)
+	}
 	msg := core.Message{
 		Conv: a.conv(m.Chat.ID, t),
 		ID:   strconv.FormatInt(m.Chat.ID, 10) + ":" + strconv.Itoa(m.MessageID),

@@ -111,6 +111,7 @@ type Adapter struct {
 	mu     sync.Mutex
 	chats  *pace.Budgets // private chats' flood budgets, by chat id
 	groups *pace.Budgets // groups' flood budgets, by chat id
+	titles titles        // groups' titles, for the operator console
 	// keyboards holds "chat/message" of messages sent with buttons and
 	// not yet edited without them: permission prompts awaiting an answer.
 	keyboards map[string]struct{}

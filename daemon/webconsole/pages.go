@@ -36,6 +36,7 @@ type liveData struct {
 
 type liveRow struct {
 	engine.Live
+	Name    string // the channel's and thread's names, where known
 	Reply   []string
 	Elapsed string
 }
@@ -44,7 +45,7 @@ func (c *Console) live(op operator) liveData {
 	now := c.opts.Now()
 	d := liveData{page: page{Title: "Live", Nav: "live", CSRF: op.csrf, Who: op.who}, Now: now}
 	for _, l := range c.opts.Engine.Snapshot() {
-		row := liveRow{Live: l, Reply: lastLines(l.Reply, ReplyLines)}
+		row := liveRow{Live: l, Name: c.name(l.Conv), Reply: lastLines(l.Reply, ReplyLines)}
 		if !l.Started.IsZero() {
 			row.Elapsed = now.Sub(l.Started).Round(time.Second).String()
 		}
@@ -155,13 +156,13 @@ type historyData struct {
 
 type failureRow struct {
 	engine.Failure
-	Link string
+	Name, Link string
 }
 
 func (c *Console) historyPage(w http.ResponseWriter, r *http.Request, op operator) {
 	d := historyData{page: page{Title: "History", Nav: "history", CSRF: op.csrf, Who: op.who}}
 	for _, f := range c.opts.Engine.Failures() {
-		row := failureRow{Failure: f}
+		row := failureRow{Failure: f, Name: c.name(f.Conv)}
 		if c.opts.Link != nil && f.MsgID != "" {
 			row.Link = c.opts.Link(f.Conv, f.MsgID)
 		}
@@ -287,6 +288,13 @@ func barChart(rows []usageRow) chart {
 		c.Bars = append(c.Bars, bar{Label: label, Value: r.Turns, Y: y, W: r.Turns * barMax / most, TextY: y + barHeight - 3})
 	}
 	return c
+}
+
+func (c *Console) name(conv core.ConversationKey) string {
+	if c.opts.Name == nil {
+		return ""
+	}
+	return c.opts.Name(conv)
 }
 
 // Template helpers.

@@ -89,6 +89,9 @@ type Options struct {
 	// Link returns the address of a message in its platform's client, ""
 	// where it has none.
 	Link func(conv core.ConversationKey, msgID string) string
+	// Name returns the names of a conversation's channel and thread as
+	// its platform shows them, "" where unknown.
+	Name func(conv core.ConversationKey) string
 	Log  *slog.Logger
 	// Refresh is how often the event stream looks for changes; default
 	// half a second.

@@ -312,7 +312,9 @@ func TestExposure(t *testing.T) {
 // TestStopAndCancel: the console's stop reaches the agent and the chat
 // as the chat's own /stop does; cancel drops only the queued messages.
 func TestStopAndCancel(t *testing.T) {
-	r := newRig(t, nil)
+	r := newRig(t, func(o *Options) {
+		o.Name = func(c core.ConversationKey) string { return "#general › " + c.Thread }
+	})
 	c := r.client()
 	csrf := r.login(c)
 	gate := filepath.Join(t.TempDir(), "open")
@@ -323,7 +325,7 @@ func TestStopAndCancel(t *testing.T) {
 		return len(l) == 1 && l[0].Running && l[0].Queued == 1 && strings.Contains(l[0].Reply, "gated")
 	})
 	_, page := r.do(c, "GET", "/", nil, nil)
-	for _, want := range []string{"gated", "alice", "Alice", "test", "Cancel 1 queued", ">Stop<"} {
+	for _, want := range []string{"gated", "alice", "Alice", "test", "Cancel 1 queued", ">Stop<", "#general › t1 (w / c1 / thread t1)"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("live page lacks %q:\n%s", want, page)
 		}
@@ -426,6 +428,7 @@ func (r *rig) firstFrame(c *http.Client) string {
 func TestUsageAndHistory(t *testing.T) {
 	r := newRig(t, func(o *Options) {
 		o.Link = func(c core.ConversationKey, id string) string { return "https://chat.example/" + c.Channel + "/" + id }
+		o.Name = func(core.ConversationKey) string { return "#general" }
 	})
 	ctx := t.Context()
 	now := time.Now()
@@ -459,7 +462,7 @@ func TestUsageAndHistory(t *testing.T) {
 	eventually(t, "the failed turn recorded", func() bool { return len(r.eng.Failures()) == 1 })
 	_, page = r.do(c, "GET", "/history", nil, nil)
 	f := r.eng.Failures()[0]
-	for _, want := range []string{">error<", "Alice (alice)", `href="https://chat.example/c1/` + f.MsgID + `"`} {
+	for _, want := range []string{">error<", "Alice (alice)", `href="https://chat.example/c1/` + f.MsgID + `" rel="noreferrer">#general</a>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("history page lacks %s:\n%s", want, page)
 		}
