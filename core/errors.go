@@ -20,6 +20,9 @@ var (
 	// ErrNotModified: an edit with identical content; callers treat it as
 	// success.
 	ErrNotModified = errors.New("message not modified")
+	// ErrFileTooLarge: the platform refused a file (FileSender) as over
+	// its size limit; sending it again cannot succeed.
+	ErrFileTooLarge = errors.New("file too large for the platform")
 )
 
 // RateLimitError says the platform (or the adapter's own budget) refused a

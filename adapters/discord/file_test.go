@@ -117,8 +117,8 @@ func TestSendFileOverDiscordLimit(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "40005") || !strings.Contains(err.Error(), "10 MiB") {
 		t.Errorf("SendFile over the fake's limit = %v, want Discord's 40005 naming the 10 MiB limit", err)
 	}
-	if _, limited := core.RetryAfter(err); limited {
-		t.Error("a 413 is reported as a rate limit")
+	if _, limited := core.RetryAfter(err); limited || !errors.Is(err, core.ErrFileTooLarge) {
+		t.Errorf("a 413 is %v, want core.ErrFileTooLarge (no retry mends it), not a rate limit", err)
 	}
 	if n := len(fake.Messages("C1")); n != 0 {
 		t.Errorf("%d messages posted", n)

@@ -387,8 +387,8 @@ func (a *Adapter) translate(op string, err error) error {
 			return fmt.Errorf("discord: %s: %s: %w", op, detail, core.ErrMessageTooLong)
 		case code == codeEmptyMessage, code == codeInvalidForm:
 			return fmt.Errorf("discord: %s: %s: %w", op, detail, core.ErrFormatting)
-		case code == codeTooLarge:
-			return fmt.Errorf("discord: %s: %s (over Discord's 10 MiB upload limit)", op, detail)
+		case code == codeTooLarge, status == http.StatusRequestEntityTooLarge:
+			return fmt.Errorf("discord: %s: %s (over Discord's 10 MiB upload limit): %w", op, detail, core.ErrFileTooLarge)
 		}
 		return fmt.Errorf("discord: %s: %s", op, detail)
 	}

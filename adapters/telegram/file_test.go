@@ -202,8 +202,8 @@ func TestSendFileOverTelegramLimit(t *testing.T) {
 		t.Errorf("SendFile over the fake's limit = %v, want Telegram's 413 naming the 50 MB limit", err)
 	}
 	var rl *core.RateLimitError
-	if errors.As(err, &rl) {
-		t.Error("a 413 is reported as a rate limit")
+	if errors.As(err, &rl) || !errors.Is(err, core.ErrFileTooLarge) {
+		t.Errorf("a 413 is %v, want core.ErrFileTooLarge (no retry mends it), not a rate limit", err)
 	}
 	if n := len(e.fake.Files(1001)); n != 0 {
 		t.Errorf("%d files posted", n)

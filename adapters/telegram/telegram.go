@@ -44,9 +44,6 @@ const DefaultAPIURL = "https://api.telegram.org"
 // maxDownload is the Bot API's cap on files bots may download.
 const maxDownload = 20 << 20
 
-// errTooLarge is Telegram refusing an upload as over its size limit (413).
-var errTooLarge = errors.New("over Telegram's 50 MB upload limit")
-
 // Fatal errors Run returns.
 var (
 	// ErrUnauthorized: Telegram rejected the token (401).
@@ -301,7 +298,7 @@ func (a *Adapter) translate(method string, err error) error {
 	case tg.Code == 409:
 		return &apiError{msg: ErrConflict.Error() + " [" + msg + "]", cause: ErrConflict}
 	case tg.Code == 413:
-		return &apiError{msg: "telegram " + msg + ": the file is " + errTooLarge.Error(), cause: errTooLarge}
+		return &apiError{msg: "telegram " + msg + ": the file is over Telegram's 50 MB upload limit", cause: core.ErrFileTooLarge}
 	case strings.Contains(desc, "message is not modified"):
 		return wrap(core.ErrNotModified)
 	case strings.Contains(desc, "can't parse entities") || strings.Contains(desc, "unsupported start tag"):

@@ -115,6 +115,10 @@ telegram:
 	if index(msgs, func(m telegramtest.Message) bool { return m.File != nil && m.File.Name == "notes.txt" }) >= 0 {
 		t.Error("notes.txt was posted over the fake's limit")
 	}
+	// Too large is final: the file is not uploaded again.
+	if n := len(fake.Calls("sendDocument")); n != 1 {
+		t.Errorf("%d sendDocument calls; want 1, no retry of a file Telegram refused as too large", n)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve = %v after cancel", err)

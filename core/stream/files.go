@@ -154,7 +154,9 @@ func clipErr(err error) string {
 // deliverFile runs write, the upload of a file, until the platform takes
 // it, ctx ends, or it failed oneOffTries times: a rate limit is waited
 // out however often it comes (it is no failure; ctx bounds the waiting),
-// other failures are retried after the pacer's backoff.
+// other failures are retried after the pacer's backoff, except a file the
+// platform refused as too large, or a conversation gone, which no retry
+// mends.
 func deliverFile(ctx context.Context, write func() error) error {
 	pace := newPacer(0)
 	fails := 0
@@ -167,7 +169,7 @@ func deliverFile(ctx context.Context, write func() error) error {
 		case o.kind == shown:
 			return nil
 		case o.kind == wait:
-		case o.kind == failed && !errors.Is(err, core.ErrNotFound) && fails < oneOffTries-1:
+		case o.kind == failed && !errors.Is(err, core.ErrNotFound) && !errors.Is(err, core.ErrFileTooLarge) && fails < oneOffTries-1:
 			fails++
 		default:
 			return err

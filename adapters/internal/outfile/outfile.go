@@ -79,7 +79,7 @@ func extension(typ string) string {
 // Open opens f's bytes for an upload of at most max bytes (the platform's
 // limit) and returns the file and its size, measured on the file itself:
 // f.Size is what core read, the file is what is sent. A file over max is
-// refused before anything is sent.
+// refused before anything is sent (core.ErrFileTooLarge).
 func Open(f core.File, max int64) (*os.File, int64, error) {
 	file, err := os.Open(f.Path)
 	if err != nil {
@@ -95,7 +95,7 @@ func Open(f core.File, max int64) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("open %s: not a regular file", Name(f))
 	case max > 0 && st.Size() > max:
 		file.Close()
-		return nil, 0, fmt.Errorf("%s is %d bytes, over the platform's %d byte upload limit", Name(f), st.Size(), max)
+		return nil, 0, fmt.Errorf("%s is %d bytes, over the platform's %d byte upload limit: %w", Name(f), st.Size(), max, core.ErrFileTooLarge)
 	}
 	return file, st.Size(), nil
 }

@@ -1,6 +1,7 @@
 package outfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,7 @@ func TestOpenRefusesOverLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := core.File{Name: "f.bin", Path: path, Size: 1} // Size understates it
-	if _, _, err := Open(f, 9); err == nil || !strings.Contains(err.Error(), "over the platform's 9 byte upload limit") {
+	if _, _, err := Open(f, 9); !errors.Is(err, core.ErrFileTooLarge) || !strings.Contains(err.Error(), "over the platform's 9 byte upload limit") {
 		t.Errorf("Open over the limit = %v, want a refusal", err)
 	}
 	file, n, err := Open(f, 10)
