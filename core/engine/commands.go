@@ -108,12 +108,7 @@ func (e *Engine) cmdHelp(ctx context.Context, c commandCall) {
 }
 
 func (e *Engine) cmdStop(ctx context.Context, c commandCall) {
-	stopped, dropped := e.lanes.Stop(c.key, ErrStoppedByUser, true)
-	e.mu.Lock()
-	delete(e.collecting, c.key) // the burst it counted is gone
-	e.mu.Unlock()
-	e.dropped(ctx, dropped, textStopCancelled)
-	if text := stopAnswer(stopped, len(dropped)); text != "" {
+	if _, _, text := e.stopLane(ctx, c.key, false); text != "" {
 		e.reply(ctx, c, "%s", text)
 	}
 }

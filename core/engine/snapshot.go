@@ -147,7 +147,19 @@ func (e *Engine) operatorStop(ctx context.Context, key core.ConversationKey, ope
 	if t == nil {
 		return false, 0
 	}
-	var stopped bool
+	stopped, n, answer := e.stopLane(ctx, key, queuedOnly)
+	e.log.InfoContext(ctx, "operator stop", "operator", operator, "conv", key, "stopped", stopped, "cancelled", n, "queued_only", queuedOnly)
+	if answer != "" && (stopped || n > 0) { // "Nothing is running" is for the chat's own /stop
+		e.say(ctx, t.plat, core.Message{Conv: t.msg.Conv, ID: t.msg.ID}, answer)
+	}
+	return stopped, n
+}
+
+// stopLane is the stop command on key's lane: it stops the running turn
+// (unless queuedOnly) and cancels the messages queued behind it, telling
+// their senders, and returns the command's answer ("" when the stopped
+// turn's own reply says it all).
+func (e *Engine) stopLane(ctx context.Context, key core.ConversationKey, queuedOnly bool) (stopped bool, cancelled int, answer string) {
 	var dropped []lane.Job
 	if queuedOnly {
 		dropped = e.lanes.TakeWhile(key, func(lane.Job) bool { return true })
@@ -157,13 +169,8 @@ func (e *Engine) operatorStop(ctx context.Context, key core.ConversationKey, ope
 	e.mu.Lock()
 	delete(e.collecting, key) // the burst it counted is gone
 	e.mu.Unlock()
-	e.log.InfoContext(ctx, "operator stop", "operator", operator, "conv", key, "stopped", stopped, "cancelled", len(dropped), "queued_only", queuedOnly)
 	e.dropped(ctx, dropped, textStopCancelled)
-	m := core.Message{Conv: t.msg.Conv, ID: t.msg.ID}
-	if text := stopAnswer(stopped, len(dropped)); text != "" && (stopped || len(dropped) > 0) {
-		e.say(ctx, t.plat, m, text)
-	}
-	return stopped, len(dropped)
+	return stopped, len(dropped), stopAnswer(stopped, len(dropped))
 }
 
 // textStopCancelled tells the sender of a queued message the stop
