@@ -3,6 +3,7 @@ package discord
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,23 +35,13 @@ func TestEngineFileBetweenTexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := fake.Messages("C1")
-	at := func(what string, match func(discordtest.Message) bool) int {
-		t.Helper()
-		for i, m := range msgs {
-			if match(m) {
-				return i
-			}
-		}
-		t.Fatalf("no message with %s in %+v", what, msgs)
-		return -1
-	}
-	before := at(`"before"`, func(m discordtest.Message) bool { return strings.Contains(m.Content, "before") })
-	chart := at("chart.png", func(m discordtest.Message) bool {
+	before := slices.IndexFunc(msgs, func(m discordtest.Message) bool { return strings.Contains(m.Content, "before") })
+	chart := slices.IndexFunc(msgs, func(m discordtest.Message) bool {
 		return len(m.Files) == 1 && m.Files[0].Name == "chart.png"
 	})
-	after := at(`"middle"`, func(m discordtest.Message) bool { return strings.Contains(m.Content, "middle") })
-	if !(before < chart && chart < after) {
-		t.Errorf("before at %d, chart.png at %d, middle at %d: want the file between the texts", before, chart, after)
+	after := slices.IndexFunc(msgs, func(m discordtest.Message) bool { return strings.Contains(m.Content, "middle") })
+	if before < 0 || !(before < chart && chart < after) {
+		t.Fatalf("before at %d, chart.png at %d, middle at %d: want the file between the texts\n%+v", before, chart, after, msgs)
 	}
 	if f := msgs[chart].Files[0]; !bytes.Equal(f.Data, testagent.PNG) || f.ContentType != "image/png" {
 		t.Errorf("chart.png arrived as %s with %d bytes, want the agent's PNG", f.ContentType, len(f.Data))

@@ -3,6 +3,7 @@ package slack_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,21 +37,11 @@ func TestEndToEndFileBetweenTexts(t *testing.T) {
 			msgs = append(msgs, m)
 		}
 	}
-	at := func(what string, match func(slacktest.Message) bool) int {
-		t.Helper()
-		for i, m := range msgs {
-			if match(m) {
-				return i
-			}
-		}
-		t.Fatalf("no message with %s in the thread: %+v", what, msgs)
-		return -1
-	}
-	before := at(`"before"`, func(m slacktest.Message) bool { return m.File == nil && strings.Contains(m.Text, "before") })
-	chart := at("chart.png", func(m slacktest.Message) bool { return m.File != nil && m.File.Name == "chart.png" })
-	after := at(`"middle"`, func(m slacktest.Message) bool { return m.File == nil && strings.Contains(m.Text, "middle") })
-	if !(before < chart && chart < after) {
-		t.Errorf("before at %d, chart.png at %d, middle at %d: want the file between the texts", before, chart, after)
+	before := slices.IndexFunc(msgs, func(m slacktest.Message) bool { return m.File == nil && strings.Contains(m.Text, "before") })
+	chart := slices.IndexFunc(msgs, func(m slacktest.Message) bool { return m.File != nil && m.File.Name == "chart.png" })
+	after := slices.IndexFunc(msgs, func(m slacktest.Message) bool { return m.File == nil && strings.Contains(m.Text, "middle") })
+	if before < 0 || !(before < chart && chart < after) {
+		t.Fatalf("before at %d, chart.png at %d, middle at %d: want the file between the texts\n%+v", before, chart, after, msgs)
 	}
 	if f := msgs[chart].File; !bytes.Equal(f.Data, testagent.PNG) || msgs[chart].Channel != "C1" {
 		t.Errorf("chart.png arrived in %s with %d bytes, want the agent's PNG in C1", msgs[chart].Channel, len(f.Data))

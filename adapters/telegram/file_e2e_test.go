@@ -3,6 +3,7 @@ package telegram_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,21 +31,11 @@ func TestE2EFileBetweenTexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := fake.Messages(1001)
-	at := func(what string, match func(telegramtest.Message) bool) int {
-		t.Helper()
-		for i, m := range msgs {
-			if match(m) {
-				return i
-			}
-		}
-		t.Fatalf("no message with %s in the chat: %+v", what, msgs)
-		return -1
-	}
-	before := at(`"before"`, contains("before"))
-	chart := at("chart.png", func(m telegramtest.Message) bool { return m.File != nil && m.File.Name == "chart.png" })
-	after := at(`"middle"`, contains("middle"))
-	if !(before < chart && chart < after) {
-		t.Errorf("before at %d, chart.png at %d, middle at %d: want the file between the texts", before, chart, after)
+	before := slices.IndexFunc(msgs, contains("before"))
+	chart := slices.IndexFunc(msgs, func(m telegramtest.Message) bool { return m.File != nil && m.File.Name == "chart.png" })
+	after := slices.IndexFunc(msgs, contains("middle"))
+	if before < 0 || !(before < chart && chart < after) {
+		t.Fatalf("before at %d, chart.png at %d, middle at %d: want the file between the texts\n%+v", before, chart, after, msgs)
 	}
 	if f := msgs[chart].File; f.Method != "sendPhoto" || !bytes.Equal(f.Data, testagent.PNG) {
 		t.Errorf("chart.png went with %s, %d bytes; want the agent's PNG as a photo", f.Method, len(f.Data))

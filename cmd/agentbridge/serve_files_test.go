@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/png"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,14 +79,6 @@ telegram:
 			}
 		}
 	}
-	index := func(msgs []telegramtest.Message, match func(telegramtest.Message) bool) int {
-		for i, m := range msgs {
-			if match(m) {
-				return i
-			}
-		}
-		return -1
-	}
 	text := func(s string) func(telegramtest.Message) bool {
 		return func(m telegramtest.Message) bool { return m.File == nil && strings.Contains(m.Text, s) }
 	}
@@ -93,10 +86,10 @@ telegram:
 
 	fake.Push(telegramtest.PrivateMessage(1, alice, "draw a chart"))
 	msgs := wait("the chart between its texts", func(msgs []telegramtest.Message) bool {
-		return index(msgs, text(chartAfter)) >= 0
+		return slices.IndexFunc(msgs, text(chartAfter)) >= 0
 	})
-	chart := index(msgs, func(m telegramtest.Message) bool { return m.File != nil && m.File.Name == "chart.png" })
-	if !inOrder(index(msgs, text(chartBefore)), chart, index(msgs, text(chartAfter))) {
+	chart := slices.IndexFunc(msgs, func(m telegramtest.Message) bool { return m.File != nil && m.File.Name == "chart.png" })
+	if !inOrder(slices.IndexFunc(msgs, text(chartBefore)), chart, slices.IndexFunc(msgs, text(chartAfter))) {
 		t.Fatalf("messages %+v: want the text before, chart.png, the text after", msgs)
 	}
 	if f := msgs[chart].File; f.Method != "sendPhoto" || !isPNG(f.Data) {
@@ -106,13 +99,13 @@ telegram:
 	fake.SetMaxUpload(10)
 	fake.Push(telegramtest.PrivateMessage(2, alice, "send the notes"))
 	msgs = wait("the refused file's line", func(msgs []telegramtest.Message) bool {
-		return index(msgs, text("notes.txt could not be sent")) >= 0 && index(msgs, text("a plain text file")) >= 0
+		return slices.IndexFunc(msgs, text("notes.txt could not be sent")) >= 0 && slices.IndexFunc(msgs, text("a plain text file")) >= 0
 	})
-	line := msgs[index(msgs, text("notes.txt could not be sent"))].Text
+	line := msgs[slices.IndexFunc(msgs, text("notes.txt could not be sent"))].Text
 	if !strings.Contains(line, "50 MB") {
 		t.Errorf("refusal line %q; want it to name Telegram's limit", line)
 	}
-	if index(msgs, func(m telegramtest.Message) bool { return m.File != nil && m.File.Name == "notes.txt" }) >= 0 {
+	if slices.IndexFunc(msgs, func(m telegramtest.Message) bool { return m.File != nil && m.File.Name == "notes.txt" }) >= 0 {
 		t.Error("notes.txt was posted over the fake's limit")
 	}
 	// Too large is final: the file is not uploaded again.
@@ -178,19 +171,11 @@ slack:
 					msgs = append(msgs, m)
 				}
 			}
-			index := func(match func(slacktest.Message) bool) int {
-				for i, m := range msgs {
-					if match(m) {
-						return i
-					}
-				}
-				return -1
-			}
 			text := func(s string) func(slacktest.Message) bool {
 				return func(m slacktest.Message) bool { return m.File == nil && strings.Contains(m.Text, s) }
 			}
-			chart := index(func(m slacktest.Message) bool { return m.File != nil && m.File.Name == "chart.png" })
-			if !inOrder(index(text(chartBefore)), chart, index(text(chartAfter))) {
+			chart := slices.IndexFunc(msgs, func(m slacktest.Message) bool { return m.File != nil && m.File.Name == "chart.png" })
+			if !inOrder(slices.IndexFunc(msgs, text(chartBefore)), chart, slices.IndexFunc(msgs, text(chartAfter))) {
 				t.Fatalf("thread holds %+v: want the text before, chart.png, the text after", msgs)
 			}
 			if !isPNG(msgs[chart].File.Data) {
@@ -218,19 +203,11 @@ func TestServeDiscordFiles(t *testing.T) {
 	fake.Dispatch("MESSAGE_CREATE", discordtest.MessageCreate("M1", "T1", "G1", discordAlice, "draw a chart", true))
 	waitDiscord(t, fake, "the text after the chart", func() bool { return hasContent(fake, "T1", chartAfter) })
 	msgs := fake.Messages("T1")
-	index := func(match func(discordtest.Message) bool) int {
-		for i, m := range msgs {
-			if match(m) {
-				return i
-			}
-		}
-		return -1
-	}
 	text := func(s string) func(discordtest.Message) bool {
 		return func(m discordtest.Message) bool { return len(m.Files) == 0 && strings.Contains(m.Content, s) }
 	}
-	chart := index(func(m discordtest.Message) bool { return len(m.Files) == 1 && m.Files[0].Name == "chart.png" })
-	if !inOrder(index(text(chartBefore)), chart, index(text(chartAfter))) {
+	chart := slices.IndexFunc(msgs, func(m discordtest.Message) bool { return len(m.Files) == 1 && m.Files[0].Name == "chart.png" })
+	if !inOrder(slices.IndexFunc(msgs, text(chartBefore)), chart, slices.IndexFunc(msgs, text(chartAfter))) {
 		t.Fatalf("thread holds %+v: want the text before, chart.png, the text after\n%s", msgs, stderr.String())
 	}
 	if m := msgs[chart]; !isPNG(m.Files[0].Data) || m.Files[0].ContentType != "image/png" || !strings.Contains(string(m.AllowedMentions), `"parse":[]`) {
