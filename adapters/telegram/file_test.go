@@ -83,6 +83,19 @@ func TestSendFilePhotoAndDocument(t *testing.T) {
 		t.Errorf("%d sendPhoto calls, want 1 (the wide image never tried as a photo)", n)
 	}
 
+	// MP3 is audio, MP4 video: Telegram plays them inline.
+	for _, tc := range []struct{ name, mime, method string }{
+		{"song.mp3", "audio/mpeg", "sendAudio"}, {"clip.mp4", "video/mp4", "sendVideo"}, {"clip.webm", "video/webm", "sendDocument"},
+	} {
+		ref, err := e.ad.SendFile(t.Context(), conv, platformtest.Spool(t, tc.name, tc.mime, "file", []byte("media")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fileMessage(t, e.fake, 1001, ref); m.File.Method != tc.method || m.File.Name != tc.name {
+			t.Errorf("%s (%s) went as %s %q, want %s", tc.name, tc.mime, m.File.Method, m.File.Name, tc.method)
+		}
+	}
+
 	// A long caption is cut to Telegram's 1024 characters.
 	long := platformtest.Spool(t, "a.txt", "text/plain", "file", []byte("a"))
 	long.Caption = strings.Repeat("é", 2000)
