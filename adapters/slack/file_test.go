@@ -101,8 +101,8 @@ func TestSendFileRefused(t *testing.T) {
 	conv := core.ConversationKey{Platform: "slack", Workspace: "T1", Channel: "C1"}
 	_, err := a.SendFile(t.Context(), conv, platformtest.Spool(t, "big.bin", "", "file", make([]byte, 200)))
 	var rl *core.RateLimitError
-	if err == nil || errors.As(err, &rl) || !strings.Contains(err.Error(), "big.bin") || !strings.Contains(err.Error(), "invalid_arguments") {
-		t.Errorf("SendFile over the fake's limit = %v, want Slack's refusal naming the file", err)
+	if errors.As(err, &rl) || !errors.Is(err, core.ErrFileTooLarge) || !strings.Contains(err.Error(), "big.bin") || !strings.Contains(err.Error(), "file_upload_size_restricted") {
+		t.Errorf("SendFile over the fake's limit = %v, want Slack's refusal naming the file, core.ErrFileTooLarge", err)
 	}
 	if _, err := a.SendFile(t.Context(), conv, platformtest.Spool(t, "empty.txt", "", "file", nil)); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("SendFile of an empty file = %v, want a refusal", err)

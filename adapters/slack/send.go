@@ -212,6 +212,8 @@ func (a *Adapter) translate(method string, err error) error {
 			kind = core.ErrNotFound
 		case "ratelimited":
 			return &core.RateLimitError{RetryAfter: time.Second, Err: a.scrub(err)}
+		case "file_upload_size_restricted":
+			kind = core.ErrFileTooLarge
 		}
 		if kind != nil {
 			return fmt.Errorf("slack %s: %s: %w", method, se.Err, kind)

@@ -6,7 +6,8 @@
 // accumulated and its state checked),
 // assistant.threads.setStatus, reactions.add, files.info and private file
 // downloads, and the v2 upload flow: files.getUploadURLExternal, the
-// upload URL (valid once, for the declared length only),
+// upload URL (valid once, for the declared length only; a file over
+// Options.MaxUpload is file_upload_size_restricted),
 // files.completeUploadExternal sharing the file into a channel or thread)
 // and serves a Socket Mode WebSocket that says hello, pings,
 // delivers events_api and interactive envelopes, records acks, redelivers
@@ -870,9 +871,19 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case "assistant.threads.setStatus", "reactions.add", "reactions.remove":
 		reply(map[string]any{"ok": true})
 	case "files.getUploadURLExternal":
+		// Slack's words: missing_argument "typically only occurs when the
+		// length provided is 0"; a team's limit on large files
+		// file_upload_size_restricted.
 		length, err := strconv.ParseInt(form.Get("length"), 10, 64)
-		if form.Get("filename") == "" || err != nil || length <= 0 || length > s.opts.MaxUpload {
+		switch {
+		case form.Get("filename") == "" || length == 0:
+			fail("missing_argument")
+			return
+		case err != nil || length < 0:
 			fail("invalid_arguments")
+			return
+		case length > s.opts.MaxUpload:
+			fail("file_upload_size_restricted")
 			return
 		}
 		s.nextFile++
