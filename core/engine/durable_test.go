@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -330,4 +331,31 @@ func TestQueuedMessageEditedOrDeleted(t *testing.T) {
 	if got := h.replies(deleted); len(got) != 1 || got[0] != "🗑 Removed from the queue: the message was deleted." {
 		t.Errorf("answers to the deleted message = %q; messages %q; want only its notice, edited", got, h.plat.Texts(conv))
 	}
+}
+
+// TestRetryAfterAShutdown: a turn a shutdown stopped after its agent
+// started gets ↻ Retry under its reply, which works after the restart.
+func TestRetryAfterAShutdown(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "bridge.db")
+	h := newHarness(t, dbPath, nil)
+	gate := filepath.Join(t.TempDir(), "gate")
+	hung := h.send(alice, "gate:"+gate)
+	h.waitText("gated")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // no drain: the running turn is stopped at once
+	h.eng.Shutdown(ctx, 5*time.Second)
+	stopped := h.waitText("⏹ Stopped: the bridge is shutting down.")
+	if len(stopped.Post.Buttons) != 1 || stopped.Post.Buttons[0].Label != "↻ Retry" {
+		t.Fatalf("the stopped reply = %+v, want a ↻ Retry button", stopped.Post)
+	}
+	h.close()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	h2 := newHarness(t, dbPath, nil)
+	if got := h2.press(hung, stopped.Post.Buttons[0], stopped.Ref, alice); got != "" {
+		t.Errorf("the press told %q", got)
+	}
+	h2.waitText("released")
 }

@@ -117,6 +117,15 @@ func (j *turnJournal) prompt(shown core.Shown, open bool) {
 	})
 }
 
+// current returns the entry as it stands.
+func (j *turnJournal) current() core.JournalEntry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e := j.entry
+	e.Prompts = slices.Clone(e.Prompts)
+	return e
+}
+
 // close stops the writer and waits for a write in progress, so the turn's
 // JournalDelete cannot be overtaken by a late write.
 func (j *turnJournal) close() {

@@ -60,6 +60,26 @@ func (o *retryOffer) shown(ctx context.Context, s core.Shown) {
 	}
 }
 
+// offerRetryOnReply puts ↻ Retry under the reply of t, which a shutdown
+// stopped after its agent started: its message can be run again after
+// the restart, as after a crash.
+func (e *Engine) offerRetryOnReply(ctx context.Context, t *turn) {
+	j := t.journal.current()
+	if j.Reply.Ref.ID == "" || j.Message == nil {
+		return
+	}
+	o := e.offerRetry(ctx, j)
+	if o == nil {
+		return
+	}
+	err := t.plat.Edit(ctx, j.Reply.Ref, core.Post{Text: j.Reply.Text, Plain: j.Reply.Plain, Buttons: o.buttons()})
+	if err != nil && !errors.Is(err, core.ErrNotModified) {
+		e.log.WarnContext(ctx, "could not offer a retry on a stopped reply", "conv", t.msg.Conv, "turn", t.id, "err", err)
+		return
+	}
+	o.shown(ctx, j.Reply)
+}
+
 // retryPress runs an interrupted turn's message again as a new turn of
 // its session, once, for the person who sent it or an approver; the
 // button goes when it is taken.

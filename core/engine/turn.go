@@ -531,6 +531,8 @@ func (r *turnRun) settle(ctx context.Context, out agentproc.Outcome, err error) 
 	if !finish(log, r.pres, finalFor(out, r.s.Presenter.UsageFooter)) {
 		e.opts.Observer.ReplyLost(t.plat.Name())
 		e.fail(t, r.profileName, "reply_lost", "the final reply could not be delivered")
+	} else if errors.Is(out.Stopped, ErrShuttingDown) && t.sub == nil {
+		e.offerRetryOnReply(r.pctx, t)
 	}
 
 	// P-SID-5: the session id is kept even when the turn failed. Saved after
