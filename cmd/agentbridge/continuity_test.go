@@ -28,6 +28,7 @@ import (
 //	        with session id crash-sess, then wait for ever
 //	perm    ask permission for Bash, then wait for ever
 //	silent  say nothing and wait for ever
+//	echo    answer "echo MESSAGE END"
 //	other   answer "new session" or "resumed ID" (the id it was given),
 //	        with session id other-sess
 func continuityAgent(line string) int {
@@ -63,6 +64,9 @@ func continuityAgent(line string) int {
 		select {}
 	case "silent":
 		select {}
+	case "echo":
+		emit(map[string]any{"type": "result", "text": turn.Message + " END", "session_id": "other-sess"})
+		return 0
 	}
 	reply := "new session"
 	if turn.SessionID != "" {
@@ -310,6 +314,70 @@ telegram:
 	waitMessage(t, fake, streamer, "from the resumed session", func(m telegramtest.Message) bool {
 		return strings.Contains(m.Text, "resumed crash-sess END")
 	})
+}
+
+// TestServeRunsQueuedMessagesAfterKill9: `kill -9` of serve while one
+// message's turn runs and two more wait behind it. After the restart the
+// queued two run, in order, once each, their queued notices edited to say
+// they are still queued; the running one is not run again, its reply says
+// it was interrupted and offers ↻ Retry (issue 23).
+func TestServeRunsQueuedMessagesAfterKill9(t *testing.T) {
+	const token = "987654:QUEUE-SECRET"
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	pids := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`store: %s
+profiles: {agent: %s}
+default_profile: agent
+log: {level: debug}
+telegram:
+  enabled: true
+  token: ${AGENTBRIDGE_TEST_TG_TOKEN}
+  api_url: %s
+  drafts: false
+  allow_users: ["1001"]
+`, filepath.Join(t.TempDir(), "bridge.db"), continuityProfile(t, pids), fake.URL))
+	env := "AGENTBRIDGE_TEST_TG_TOKEN=" + token
+	const ann = int64(1001)
+	user := telegramtest.User(ann, "Ann", "ann")
+
+	b1 := startBridge(t, cfg, env)
+	fake.Push(telegramtest.PrivateMessage(1, user, "stream"))
+	waitMessage(t, fake, ann, "streaming", func(m telegramtest.Message) bool { return strings.Contains(m.Text, "half an answer") })
+	fake.Push(telegramtest.PrivateMessage(2, user, "echo first"))
+	fake.Push(telegramtest.PrivateMessage(3, user, "echo second"))
+	n1 := waitMessage(t, fake, ann, "the first queued notice", func(m telegramtest.Message) bool { return strings.Contains(m.Text, "Queued — position 1") })
+	n2 := waitMessage(t, fake, ann, "the second queued notice", func(m telegramtest.Message) bool { return strings.Contains(m.Text, "Queued — position 2") })
+	// What a crash now finds: the running turn marked running, both
+	// queued notices journaled.
+	b1.waitLog("journal updated", "running=true", "!agent_pgid=0")
+	b1.waitLog("queued turn journaled", "notice="+strconv.Itoa(n1.ID))
+	b1.waitLog("queued turn journaled", "notice="+strconv.Itoa(n2.ID))
+	b1.kill()
+
+	b2 := startBridge(t, cfg, env)
+	waitMessage(t, fake, ann, "the second answer", func(m telegramtest.Message) bool { return m.Text == "echo second END" })
+	b2.waitLog("queued message requeued after a restart", "position=1")
+	var texts []string
+	for _, m := range fake.Messages(ann) {
+		texts = append(texts, m.Text)
+	}
+	want := []string{
+		"half an answer\n\n⚠️ The bridge restarted, so this answer was interrupted. Press ↻ Retry to run your message again.",
+		"⏳ Still queued after a restart — answering it now.",
+		"⏳ Still queued after a restart — position 1. I'll answer when the turns before it are done.",
+		"echo first END",
+		"echo second END",
+	}
+	if strings.Join(texts, "|") != strings.Join(want, "|") {
+		t.Errorf("messages after the restart:\n%q\nwant\n%q\nlog:\n%s", texts, want, b2.logText())
+	}
+	if m := fake.Messages(ann)[0]; !strings.Contains(m.Markup, "Retry") {
+		t.Errorf("the interrupted reply's buttons = %q, want ↻ Retry", m.Markup)
+	}
+	if b, err := os.ReadFile(filepath.Join(pids, "stream.agent")); err != nil || len(b) == 0 {
+		t.Fatal("no pid of the first agent")
+	}
 }
 
 // TestChatKeepsASessionPerProfile: demo → another profile → demo in one

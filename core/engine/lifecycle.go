@@ -10,6 +10,7 @@ import (
 	"github.com/agentbridge/agentbridge/core/agentproc"
 	"github.com/agentbridge/agentbridge/core/lane"
 	"github.com/agentbridge/agentbridge/core/render"
+	"github.com/agentbridge/agentbridge/core/stream"
 )
 
 // What recovery says about a turn a crash interrupted.
@@ -102,7 +103,7 @@ func (e *Engine) requeue(ctx context.Context, p core.Platform, j core.JournalEnt
 	}
 	err := core.ErrNotFound
 	if t.notice.ID != "" {
-		err = p.Edit(ctx, t.notice, post)
+		err = stream.Edit(ctx, p, t.notice, post)
 	}
 	if err != nil && !errors.Is(err, core.ErrNotModified) {
 		post.ReplyTo = t.msg.ID
@@ -132,7 +133,7 @@ func (e *Engine) markInterrupted(ctx context.Context, p core.Platform, j core.Jo
 	var errs []error
 	for _, pr := range j.Prompts {
 		// Edited without buttons: a press could reach no one.
-		err := p.Edit(ctx, pr.Ref, withNotice(p, pr, expiredNotice))
+		err := stream.Edit(ctx, p, pr.Ref, withNotice(p, pr, expiredNotice))
 		if errors.Is(err, core.ErrNotFound) {
 			// Gone (or, in chat, printed by an earlier process): say it.
 			_, err = e.post(ctx, p, j.Conv, core.Post{Text: expiredNotice, Plain: true, ReplyTo: j.MessageID})
@@ -171,7 +172,7 @@ func (e *Engine) sayInterrupted(ctx context.Context, p core.Platform, lim core.L
 	case j.Placeholder:
 		// The reply shows only "thinking…": replace it rather than leave it stuck.
 		post := core.Post{Text: interrupted, Plain: true, Buttons: buttons}
-		err := p.Edit(ctx, r.Ref, post)
+		err := stream.Edit(ctx, p, r.Ref, post)
 		if err == nil || errors.Is(err, core.ErrNotModified) {
 			return core.Shown{Ref: r.Ref, Text: post.Text, Plain: true}, nil
 		}
@@ -180,7 +181,7 @@ func (e *Engine) sayInterrupted(ctx context.Context, p core.Platform, lim core.L
 		post := withNotice(p, r, interrupted)
 		post.Buttons = buttons
 		shown := core.Shown{Ref: r.Ref, Text: post.Text, Plain: post.Plain}
-		err := p.Edit(ctx, r.Ref, post)
+		err := stream.Edit(ctx, p, r.Ref, post)
 		if err == nil || errors.Is(err, core.ErrNotModified) {
 			return shown, nil
 		}
@@ -205,7 +206,7 @@ func (e *Engine) sayInterrupted(ctx context.Context, p core.Platform, lim core.L
 // that keeps streamed messages provisional (a Telegram draft) shows it for
 // good.
 func (e *Engine) post(ctx context.Context, p core.Platform, conv core.ConversationKey, post core.Post) (core.MessageRef, error) {
-	ref, err := p.Send(ctx, conv, post)
+	ref, err := stream.Send(ctx, p, conv, post)
 	if err != nil {
 		return ref, err
 	}

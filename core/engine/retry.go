@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/core"
+	"github.com/agentbridge/agentbridge/core/stream"
 )
 
 // retryButton prefixes the value of a "↻ Retry" button; the rest is the
@@ -72,7 +73,7 @@ func (e *Engine) offerRetryOnReply(ctx context.Context, t *turn) {
 	if o == nil {
 		return
 	}
-	err := t.plat.Edit(ctx, j.Reply.Ref, core.Post{Text: j.Reply.Text, Plain: j.Reply.Plain, Buttons: o.buttons()})
+	err := stream.Edit(ctx, t.plat, j.Reply.Ref, core.Post{Text: j.Reply.Text, Plain: j.Reply.Plain, Buttons: o.buttons()})
 	if err != nil && !errors.Is(err, core.ErrNotModified) {
 		e.log.WarnContext(ctx, "could not offer a retry on a stopped reply", "conv", t.msg.Conv, "turn", t.id, "err", err)
 		return
@@ -111,7 +112,7 @@ func (e *Engine) retryPress(ctx context.Context, p core.Platform, a core.Action,
 		return
 	}
 	if r.Notice.Ref.ID != "" {
-		err := p.Edit(ctx, r.Notice.Ref, withNotice(p, r.Notice, "↻ Retried by "+displayName(a.From)+"."))
+		err := stream.Edit(ctx, p, r.Notice.Ref, withNotice(p, r.Notice, "↻ Retried by "+displayName(a.From)+"."))
 		if err != nil && !errors.Is(err, core.ErrNotModified) {
 			e.log.WarnContext(ctx, "could not take the retry button off", "conv", a.Conv, "err", err)
 		}

@@ -107,6 +107,8 @@ func (e *Engine) beforeStart(ctx context.Context, t *turn, fn func()) bool {
 	}
 	if err != nil {
 		e.log.WarnContext(ctx, "journal update of a queued turn failed", "turn", t.id, "err", err)
+	} else {
+		e.log.DebugContext(ctx, "queued turn journaled", "conv", t.msg.Conv, "turn", t.id, "notice", t.notice.ID, "deleted", t.deleted)
 	}
 	return true
 }
@@ -153,7 +155,7 @@ func (e *Engine) handleEdit(ctx context.Context, p core.Platform, m core.Message
 	}
 	log.InfoContext(ctx, "queued message changed before its turn", "turn", t.id)
 	if m.Deleted && notice.ID != "" {
-		err := p.Edit(ctx, notice, core.Post{Text: textDeletedQueued, Plain: true})
+		err := stream.Edit(ctx, p, notice, core.Post{Text: textDeletedQueued, Plain: true})
 		if err != nil && !errors.Is(err, core.ErrNotModified) {
 			log.WarnContext(ctx, "could not update the queued notice of a deleted message", "err", err)
 		}
