@@ -291,8 +291,17 @@ func (e *Engine) merge(ctx context.Context, t *turn, s *Settings) {
 		if q.begin() {
 			msgs = append(msgs, q.msg)
 		}
-		e.forget(ctx, q)
 	}
+	// Each merged turn's journal entry goes once t's holds its message,
+	// so a crash in between loses none of them.
+	defer func() {
+		if err := e.store.JournalPut(context.WithoutCancel(ctx), t.entry()); err != nil {
+			e.log.WarnContext(ctx, "journal update of a collected turn failed", "turn", t.id, "err", err)
+		}
+		for _, q := range merged {
+			e.forget(ctx, q)
+		}
+	}()
 	several := false
 	for _, m := range msgs {
 		several = several || m.From.ID != t.msg.From.ID

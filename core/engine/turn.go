@@ -66,8 +66,8 @@ func (t *turn) entry() core.JournalEntry {
 	e := core.JournalEntry{TurnID: t.id, Conv: t.msg.Conv, MessageID: t.msg.ID, StartedAt: t.queuedAt, Notice: t.notice}
 	if t.sub == nil {
 		m := t.msg
-		if t.edit != nil {
-			m = *t.edit
+		if t.edit != nil && !t.started {
+			m = *t.edit // begin applies it to t.msg
 		}
 		e.Message, e.Key = &m, t.key
 	}
