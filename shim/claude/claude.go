@@ -22,10 +22,12 @@ import (
 
 // flavor is what differs between the CLIs speaking Claude's stream-json.
 type flavor struct {
-	name    string // shim name, for messages
-	cli     shimio.CLI
-	argv    func(resume string, t shimio.Turn) []string // the CLI's own flags for this turn
-	initReq bool                                        // send an initialize control request first
+	name string // shim name, for messages
+	cli  shimio.CLI
+	argv func(resume string, t shimio.Turn) []string // the CLI's own flags for this turn
+	// sendFile is the flags that register the send_file MCP server.
+	sendFile func(sf *shimio.SendFile) []string
+	initReq  bool // send an initialize control request first
 	// apiError starts the text of a reply that is the CLI's report of a
 	// failed API call (qwen answers "[API Error: Connection error. …]" as
 	// a successful result): such a reply is the turn's error instead.
@@ -63,6 +65,13 @@ var claudeFlavor = flavor{
 		}
 		return a
 	},
+	// The tool is allowed up front: sending a file the agent may read
+	// anyway needs no prompt, and with permission off claude would deny
+	// it. --allowedTools adds to the rules the settings and a profile's
+	// own --allowedTools give.
+	sendFile: func(sf *shimio.SendFile) []string {
+		return []string{"--mcp-config", sf.MCPServers(map[string]any{"type": "stdio"}), "--allowedTools", sf.ToolName()}
+	},
 }
 
 var qwenFlavor = flavor{
@@ -80,6 +89,10 @@ var qwenFlavor = flavor{
 			a = append(a, "--resume="+resume)
 		}
 		return a
+	},
+	// qwen's own MCP setting "trust" lets the tool run without asking.
+	sendFile: func(sf *shimio.SendFile) []string {
+		return []string{"--mcp-config", sf.MCPServers(map[string]any{"trust": true})}
 	},
 	initReq:  true,
 	apiError: "[API Error:",
@@ -111,6 +124,7 @@ func run(ctx context.Context, fl flavor, stdin io.Reader, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
+	defer st.SendFile.Close()
 	b := &bridge{}
 	if st.Turn.Permission {
 		// Owned by the bridge's stdin: it ends when the bridge closes it.
@@ -128,7 +142,11 @@ func run(ctx context.Context, fl flavor, stdin io.Reader, stdout, stderr io.Writ
 // attempt runs the CLI once: resuming resume, or a new session for "".
 func attempt(ctx context.Context, fl flavor, st shimio.Setup, resume string, em *shimio.Emitter, b *bridge, stderr io.Writer, environ []string) error {
 	cli, turn := st.CLI, st.Turn
-	argv := append(fl.argv(resume, turn), st.Args...)
+	var argv []string
+	if st.SendFile != nil {
+		argv = fl.sendFile(st.SendFile)
+	}
+	argv = append(append(argv, fl.argv(resume, turn)...), st.Args...)
 	p, err := shimio.Launch(ctx, em, cli, argv, environ, stderr)
 	if err != nil {
 		return err

@@ -2,7 +2,9 @@ package claude
 
 import (
 	"errors"
+	"fmt"
 	"maps"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,9 +22,19 @@ func TestMain(m *testing.M) {
 
 type ev = map[string]any
 
-// Base argv of every turn (agents.md 1.1).
-var claudeBase = []any{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
-	"--verbose", "--include-partial-messages", "--disallowedTools", "AskUserQuestion"}
+// Base argv of every turn (agents.md 1.1), after the send_file MCP
+// server's registration, which names this test binary as agentbridge.
+var claudeBase = append(sendFileFlags(`{"mcpServers":{"agentbridge":{"args":["mcp"],"command":%q,"type":"stdio"}}}`, "--allowedTools", "mcp__agentbridge__send_file"), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+	"--verbose", "--include-partial-messages", "--disallowedTools", "AskUserQuestion")
+
+// sendFileFlags is --mcp-config with config (%q: this binary), then more.
+func sendFileFlags(config string, more ...any) []any {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return append([]any{"--mcp-config", fmt.Sprintf(config, exe)}, more...)
+}
 
 func argv(base []any, extra ...any) []string {
 	var out []string
@@ -303,7 +315,7 @@ func TestPromptAttachments(t *testing.T) {
 }
 
 func TestReplayQwen(t *testing.T) {
-	base := []any{"--input-format", "stream-json", "--output-format", "stream-json", "--include-partial-messages"}
+	base := append(sendFileFlags(`{"mcpServers":{"agentbridge":{"args":["mcp"],"command":%q,"trust":true}}}`), "--input-format", "stream-json", "--output-format", "stream-json", "--include-partial-messages")
 	const qsid, qpsid = "2d494145-bb64-4669-a235-97c1ad4dc89d", "72d7bf51-610b-441f-8ac4-c60a50b4853d"
 	tests := []shimtest.Replay{
 		{

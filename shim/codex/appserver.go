@@ -28,8 +28,8 @@ const (
 //
 // A thread codex cannot resume is not a dead end: the shim says so once
 // and starts a new thread on the same connection.
-func runAppServer(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn shimio.Turn, resume string, in *bufio.Reader, stderr io.Writer, policy string, extra, environ []string) error {
-	argv := append([]string{"app-server"}, extra...)
+func runAppServer(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn shimio.Turn, resume string, in *bufio.Reader, stderr io.Writer, policy string, global, extra, environ []string) error {
+	argv := append(append(append([]string(nil), global...), "app-server"), extra...)
 	p, err := shimio.Launch(ctx, em, c, argv, environ, stderr)
 	if err != nil {
 		return err

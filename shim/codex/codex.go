@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/core"
 	"github.com/agentbridge/agentbridge/shim/internal/shimio"
+	"github.com/agentbridge/agentbridge/shim/sendfile"
 )
 
 var cli = shimio.CLI{Bin: "codex", Install: "npm i -g @openai/codex",
@@ -52,19 +53,38 @@ func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, e
 	if err != nil {
 		return err
 	}
+	defer st.SendFile.Close()
 	c, turn := st.CLI, st.Turn
+	global := sendFileConfig(st.SendFile)
 	if turn.Permission {
-		return runAppServer(ctx, c, em, turn, st.Resume, st.In, stderr, *policy, st.Args, environ)
+		return runAppServer(ctx, c, em, turn, st.Resume, st.In, stderr, *policy, global, st.Args, environ)
 	}
 	return shimio.Attempts(em, stderr, "codex", st.Resume, func(resume string) error {
-		return runExec(ctx, c, em, turn, resume, stderr, st.Args, environ)
+		return runExec(ctx, c, em, turn, resume, stderr, global, st.Args, environ)
 	})
+}
+
+// sendFileConfig is the -c flags that register the send_file MCP server
+// (before the subcommand: codex reads them for exec and app-server
+// alike, and a profile's own -c after it wins). codex starts an MCP
+// server with a few variables of its own only: env_vars passes on the
+// ones naming the spool. "approve" runs the tool without asking: exec
+// could not ask (it fails the call), and sending a file the agent may
+// read anyway needs no prompt.
+func sendFileConfig(sf *shimio.SendFile) []string {
+	if sf == nil {
+		return nil
+	}
+	toml := func(v any) string { b, _ := json.Marshal(v); return string(b) } // a JSON string or array of strings is TOML too
+	key := "mcp_servers." + sendfile.ServerName + "."
+	return []string{"-c", key + "command=" + toml(sf.Command), "-c", key + "args=" + toml(sf.Args),
+		"-c", key + "env_vars=" + toml(sf.EnvNames()), "-c", key + `default_tools_approval_mode="approve"`}
 }
 
 // runExec runs one `codex exec`: resuming the thread resume, or a new one
 // for "".
-func runExec(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn shimio.Turn, resume string, stderr io.Writer, extra, environ []string) error {
-	argv := []string{"exec"}
+func runExec(ctx context.Context, c shimio.CLI, em *shimio.Emitter, turn shimio.Turn, resume string, stderr io.Writer, global, extra, environ []string) error {
+	argv := append(append([]string(nil), global...), "exec")
 	if resume != "" {
 		argv = append(argv, "resume")
 	}

@@ -1,6 +1,8 @@
 package codex
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,7 +32,7 @@ func TestReplay(t *testing.T) {
 				{"type": "result", "text": "Hello from the responses mock.", "session_id": thread,
 					"usage": ev{"input_tokens": 21.0, "output_tokens": 9.0, "total_tokens": 30.0, "cache_read_input_tokens": 4.0, "reasoning_tokens": 2.0}},
 			},
-			Argv: []string{"exec", "--json", "--skip-git-repo-check", "-m", "gpt-mock", "-c", "analytics.enabled=false", "-"},
+			Argv: withSendFile("exec", "--json", "--skip-git-repo-check", "-m", "gpt-mock", "-c", "analytics.enabled=false", "-"),
 		},
 		{
 			Name: "resume: exec resume THREAD -, prompt on stdin", Script: "resume.txt",
@@ -39,7 +41,7 @@ func TestReplay(t *testing.T) {
 				{"type": "partial", "text": "Second turn.", "session_id": thread},
 				{"type": "result", "text": "Second turn.", "session_id": thread, "usage": ev{"input_tokens": 42.0, "output_tokens": 18.0, "total_tokens": 60.0}},
 			},
-			Argv: []string{"exec", "resume", "--json", "--skip-git-repo-check", thread, "-"},
+			Argv: withSendFile("exec", "resume", "--json", "--skip-git-repo-check", thread, "-"),
 		},
 		{
 			Name: "messages around a command; Reconnecting is not an error", Script: "tool.txt", Turn: ev{"message": "please USE_TOOL"},
@@ -49,25 +51,25 @@ func TestReplay(t *testing.T) {
 				{"type": "partial", "text": "\n\nMock done after tool.", "session_id": thread},
 				{"type": "result", "text": "Mock done after tool.", "session_id": thread, "usage": ev{"input_tokens": 42.0, "output_tokens": 18.0, "total_tokens": 60.0}},
 			},
-			Argv: []string{"exec", "--json", "--skip-git-repo-check", "-"},
+			Argv: withSendFile("exec", "--json", "--skip-git-repo-check", "-"),
 		},
 		{
 			Name: "turn.failed is the error", Script: "unauthorized.txt", Turn: ev{"message": "say hi"},
 			Want: []ev{{"type": "error", "session_id": "01a229de-2058-78e2-ab61-b3c2bebc6978",
 				"message": "unexpected status 401 Unauthorized: Incorrect API key provided (mock), url: http://127.0.0.1:8766/v1/responses — " + cli.Login}},
-			Argv:   []string{"exec", "--json", "--skip-git-repo-check", "-"},
+			Argv:   withSendFile("exec", "--json", "--skip-git-repo-check", "-"),
 			Failed: true,
 		},
 		{
 			Name: "an error event without turn.failed", Script: "error_only.txt", Turn: ev{"message": "say hi"},
 			Want:   []ev{{"type": "error", "message": "thread/resume: no rollout found for thread id 0000"}},
-			Argv:   []string{"exec", "--json", "--skip-git-repo-check", "-"},
+			Argv:   withSendFile("exec", "--json", "--skip-git-repo-check", "-"),
 			Failed: true,
 		},
 		{
 			Name: "dies before any event: status and stderr", Script: "crash.txt", Turn: ev{"message": "say hi"},
 			Want:   []ev{{"type": "error", "message": "codex exited with status 1: Error: `wire_api = \"chat\"` is no longer supported"}},
-			Argv:   []string{"exec", "--json", "--skip-git-repo-check", "-"},
+			Argv:   withSendFile("exec", "--json", "--skip-git-repo-check", "-"),
 			Failed: true,
 		},
 	}
@@ -82,25 +84,25 @@ func TestReplay(t *testing.T) {
 		Name: "a thread codex has no rollout of: a new thread in the same turn, one notice", Script: "resume_unknown.txt",
 		Turn:   ev{"message": "say hi", "session_id": "11111111-2222-4333-8444-555555555555"},
 		Want:   fresh,
-		Before: [][]string{{"exec", "resume", "--json", "--skip-git-repo-check", "11111111-2222-4333-8444-555555555555", "-"}},
-		Argv:   []string{"exec", "--json", "--skip-git-repo-check", "-"},
+		Before: [][]string{withSendFile("exec", "resume", "--json", "--skip-git-repo-check", "11111111-2222-4333-8444-555555555555", "-")},
+		Argv:   withSendFile("exec", "--json", "--skip-git-repo-check", "-"),
 	}, shimtest.Replay{
 		Name: "codex starts a new thread instead of the one asked for: one notice, the new id", Script: "resume_other.txt",
 		Turn: ev{"message": "say hi", "session_id": "22222222-2222-4333-8444-555555555555"},
 		Want: fresh,
-		Argv: []string{"exec", "resume", "--json", "--skip-git-repo-check", "22222222-2222-4333-8444-555555555555", "-"},
+		Argv: withSendFile("exec", "resume", "--json", "--skip-git-repo-check", "22222222-2222-4333-8444-555555555555", "-"),
 	}, shimtest.Replay{
 		Name: "an id codex would read as a thread name is never passed to it", Script: "new.txt",
 		Turn: ev{"message": "say hi", "session_id": "demo-485bc65220c3"},
 		Want: fresh,
-		Argv: []string{"exec", "--json", "--skip-git-repo-check", "-"},
+		Argv: withSendFile("exec", "--json", "--skip-git-repo-check", "-"),
 	})
 	tests = append(tests, shimtest.Replay{
 		Name: "an unreachable API ends the turn at the retry bound", Script: "no_network.txt",
 		Turn: ev{"message": "say hi"}, Env: []string{shimio.RetryEnv + "=1"},
 		Want: []ev{{"type": "error", "session_id": "01a230f0-ede2-7b01-bd2e-70ea4bd54d8a",
 			"message": "codex could not reach its model API for 1s (Reconnecting... waiting for network (Connection failed: error sending request)); check the network and the API's URL on the bridge's host (" + shimio.RetryEnv + " sets this bound)"}},
-		Argv:   []string{"exec", "--json", "--skip-git-repo-check", "-"},
+		Argv:   withSendFile("exec", "--json", "--skip-git-repo-check", "-"),
 		Failed: true,
 	})
 	shimtest.RunReplays(t, "codex", Run, ev{"type": "turn", "session_id": "", "protocol_version": "0.4"}, tests)
@@ -113,4 +115,16 @@ func TestMissingCLI(t *testing.T) {
 	if diff := cmp.Diff(want, res.Events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
+}
+
+// withSendFile is codex's argv after the -c flags that register the
+// send_file MCP server, which names this test binary as agentbridge.
+func withSendFile(args ...string) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return append([]string{"-c", fmt.Sprintf("mcp_servers.agentbridge.command=%q", exe), "-c", `mcp_servers.agentbridge.args=["mcp"]`,
+		"-c", `mcp_servers.agentbridge.env_vars=["AGENTBRIDGE_SEND_FILE_SPOOL","AGENTBRIDGE_SEND_FILE_ROOT"]`,
+		"-c", `mcp_servers.agentbridge.default_tools_approval_mode="approve"`}, args...)
 }

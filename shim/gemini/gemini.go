@@ -6,13 +6,17 @@
 package gemini
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentbridge/agentbridge/shim/internal/shimio"
+	"github.com/agentbridge/agentbridge/shim/sendfile"
 )
 
 var cli = shimio.CLI{Bin: "gemini", Install: "npm i -g @google/gemini-cli",
@@ -42,9 +46,83 @@ func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args, e
 	if err != nil {
 		return err
 	}
+	defer st.SendFile.Close()
+	if st.SendFile != nil {
+		st.Args = append(sendFileExtension(st.SendFile, environ, stderr), st.Args...)
+	}
 	return shimio.Attempts(em, stderr, "gemini", st.Resume, func(resume string) error {
 		return attempt(ctx, st, resume, em, stderr, environ)
 	})
+}
+
+// sendFileExtension registers the send_file MCP server with gemini as an
+// extension, in the extensions directory of the gemini home environ names
+// (GEMINI_CLI_HOME, else HOME): gemini has no flag for an MCP server, and
+// the settings files it would take from elsewhere (system settings and
+// defaults) must be owned by root. The extension is the same on every
+// turn — the spool reaches the server through gemini's environment — so
+// it is written only when missing or changed (a new agentbridge path).
+// It returns gemini's flags for the turn: a policy allowing the tool
+// (headless gemini offers the model no tool that would need a
+// confirmation, and ignores an extension's "trust"), or nothing when
+// the tool cannot be registered.
+func sendFileExtension(sf *shimio.SendFile, environ []string, stderr io.Writer) []string {
+	home := ""
+	for _, k := range []string{"HOME", "GEMINI_CLI_HOME"} {
+		for _, kv := range environ {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok && v != "" {
+				home = v
+			}
+		}
+	}
+	if home == "" {
+		fmt.Fprintln(stderr, "shim gemini: send_file is off: no HOME to register it in")
+		return nil
+	}
+	dir := filepath.Join(home, ".gemini", "extensions", sendfile.ServerName)
+	b, _ := json.MarshalIndent(map[string]any{
+		"name": sendfile.ServerName, "version": "1.0.0",
+		"description": "agentbridge's send_file tool: the agent sends files to the chat (written by agentbridge shim gemini)",
+		"mcpServers":  map[string]any{sendfile.ServerName: map[string]any{"command": sf.Command, "args": sf.Args, "trust": true}},
+	}, "", "  ")
+	path := filepath.Join(dir, "gemini-extension.json")
+	if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, b) {
+		err := os.MkdirAll(dir, 0o700)
+		if err == nil {
+			err = writeAtomic(path, b)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "shim gemini: send_file is off: %v\n", err)
+			return nil
+		}
+	}
+	policy := filepath.Join(sf.Dir(), ".gemini-policy.toml")
+	rule := fmt.Sprintf("[[rule]]\nmcpName = %q\ntoolName = %q\ndecision = \"allow\"\npriority = 500\n", sendfile.ServerName, sendfile.ToolName)
+	if err := os.WriteFile(policy, []byte(rule), 0o600); err != nil {
+		fmt.Fprintf(stderr, "shim gemini: send_file is off: %v\n", err)
+		return nil
+	}
+	return []string{"--policy", policy}
+}
+
+// writeAtomic writes b to path through a temporary file and a rename, so
+// a gemini starting at the same time never reads half of it.
+func writeAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // attempt runs gemini once: resuming resume, or a new session for "".

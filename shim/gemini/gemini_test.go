@@ -1,6 +1,11 @@
 package gemini
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -107,7 +112,47 @@ func TestReplay(t *testing.T) {
 		Argv:   []string{"--output-format", "stream-json"},
 		Failed: true,
 	})
+	for i := range tests {
+		// The registration's flag names a file in the turn's own spool:
+		// TestSendFileRegistered checks it.
+		tests[i].Args = append([]string{"--send-file=false"}, tests[i].Args...)
+	}
 	shimtest.RunReplays(t, "gemini", Run, ev{"type": "turn", "session_id": "", "protocol_version": "0.4"}, tests)
+}
+
+// TestSendFileRegistered: the shim registers the send_file MCP server as
+// a gemini extension in gemini's home, naming this binary with the
+// argument mcp, and allows its tool with a policy file passed with
+// --policy, which it removes with the spool once the turn is over.
+func TestSendFileRegistered(t *testing.T) {
+	fake := shimtest.NewFake(t, "gemini")
+	env := fake.Environ(t, "testdata/stream.txt")
+	res := shimtest.Drive(t, Run, ev{"type": "turn", "message": "say hi", "session_id": "", "protocol_version": "0.4"}, nil, env, nil)
+	if res.Err != nil {
+		t.Fatalf("Run: %v\n%s", res.Err, res.Stderr)
+	}
+	exe, _ := os.Executable()
+	b, err := os.ReadFile(filepath.Join(fake.Dir, ".gemini", "extensions", "agentbridge", "gemini-extension.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ext struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(b, &ext); err != nil || ext.MCPServers["agentbridge"].Command != exe || !slices.Equal(ext.MCPServers["agentbridge"].Args, []string{"mcp"}) {
+		t.Errorf("extension %s (%v), want agentbridge: %s mcp", b, err, exe)
+	}
+	argv := fake.Args(t)
+	i := slices.Index(argv, "--policy")
+	if i < 0 || i+1 >= len(argv) || !strings.HasSuffix(argv[i+1], ".gemini-policy.toml") {
+		t.Fatalf("argv %q lacks --policy FILE", argv)
+	}
+	if _, err := os.Stat(argv[i+1]); !os.IsNotExist(err) {
+		t.Errorf("the policy file outlived the turn (stat: %v)", err)
+	}
 }
 
 func TestMissingCLI(t *testing.T) {

@@ -33,8 +33,11 @@ func anthropicMock(t *testing.T) *mockServer {
 				}
 			}
 		}
+		name, args, call := callTool(textOf(msgs), toolNames(body["tools"]))
 		switch {
 		case reply != "":
+		case call:
+			blocks = append(blocks, map[string]any{"type": "tool_use", "id": "toolu_live_2", "name": name, "input": args})
 		case strings.Contains(textOf(msgs), "USE_TOOL"):
 			blocks = append(blocks, map[string]any{"type": "tool_use", "id": "toolu_live_1", "name": "Bash",
 				"input": map[string]any{"command": "touch touched.txt", "description": "touch a file"}})

@@ -40,7 +40,16 @@ func codexToolMock(t *testing.T) *mockServer {
 		w.Header().Set("Content-Type", "text/event-stream")
 		sse(w, "response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": "resp_t", "object": "response", "status": "in_progress", "output": []any{}}})
 		var out map[string]any
-		if strings.Contains(userText, "USE_TOOL") && toolOut == "" {
+		if name, args, call := callTool(userText, toolNames(body["tools"])); call && toolOut == "" {
+			// codex declares an MCP server's tools in a namespace
+			// (mcp__agentbridge) the call names beside the tool.
+			a, _ := jsonString(args)
+			out = map[string]any{"type": "function_call", "id": "fc_live_2", "call_id": "call_live_2", "name": name, "arguments": a, "status": "completed"}
+			if ns := namespaceOf(body["tools"], name); ns != "" {
+				out["namespace"] = ns
+			}
+			sse(w, "response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": map[string]any{"type": "function_call", "id": "fc_live_2", "call_id": "call_live_2", "name": name, "arguments": "", "status": "in_progress"}})
+		} else if strings.Contains(userText, "USE_TOOL") && toolOut == "" {
 			name, args := "shell", `{"command":["bash","-lc","touch codex_touched.txt"]}`
 			switch {
 			case tools["exec_command"]:

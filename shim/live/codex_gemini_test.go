@@ -103,6 +103,23 @@ func geminiMock(t *testing.T) *mockServer {
 			contents, _ := body["contents"].([]any)
 			reply := "Hello from the gemini mock. Request with " + itoa(len(contents)) + " contents."
 			w.Header().Set("Content-Type", "text/event-stream")
+			var last map[string]any
+			if len(contents) > 0 {
+				last, _ = contents[len(contents)-1].(map[string]any)
+			}
+			parts, _ := last["parts"].([]any)
+			for _, p := range parts {
+				if fr, ok := p.(map[string]any)["functionResponse"]; ok {
+					out, _ := jsonString(fr)
+					reply = "Tool result: " + out
+				}
+			}
+			if name, args, call := callTool(textOf(parts), toolNames(body["tools"])); call && !strings.HasPrefix(reply, "Tool result:") {
+				sse(w, "", map[string]any{"candidates": []any{map[string]any{"content": map[string]any{"role": "model",
+					"parts": []any{map[string]any{"functionCall": map[string]any{"name": name, "args": args}}}}, "finishReason": "STOP", "index": 0}},
+					"usageMetadata": map[string]any{"promptTokenCount": 17, "candidatesTokenCount": 6, "totalTokenCount": 23}, "modelVersion": "gemini-mock"})
+				return
+			}
 			ws := words(reply)
 			for i, wd := range ws {
 				c := map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": wd}}}, "index": 0}

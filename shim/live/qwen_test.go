@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,7 +22,19 @@ func chatMock(t *testing.T) *mockServer {
 		msgs, _ := body["messages"].([]any)
 		last, _ := msgs[len(msgs)-1].(map[string]any)
 		reply, tool := "", false
+		toolName, toolArgs := "run_shell_command", `{"command":"touch touched.txt","description":"touch a file"}`
+		// CALL_TOOL as a real model does it with qwen, which declares
+		// MCP tools only once tool_search has found them: search, then
+		// call, then answer.
+		declared := toolNames(body["tools"])
+		name, args, call := callTool(textOf(msgs), declared)
 		switch {
+		case call && slices.Contains(declared, name) && !calledTool(msgs, name):
+			tool = true
+			toolName, toolArgs = name, mustJSON(args)
+		case call && slices.Contains(declared, "tool_search") && !calledTool(msgs, "tool_search"):
+			tool = true
+			toolName, toolArgs = "tool_search", mustJSON(map[string]any{"query": name})
 		case last["role"] == "tool":
 			reply = "Tool result: " + strings.TrimSpace(textOf(last["content"]))
 		case strings.Contains(textOf(msgs), "USE_TOOL"):
@@ -46,7 +59,7 @@ func chatMock(t *testing.T) *mockServer {
 		}
 		if tool {
 			chunk(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": 0, "id": "call_live_1", "type": "function",
-				"function": map[string]any{"name": "run_shell_command", "arguments": `{"command":"touch touched.txt","description":"touch a file"}`}}}}, nil, nil)
+				"function": map[string]any{"name": toolName, "arguments": toolArgs}}}}, nil, nil)
 			chunk(map[string]any{}, "tool_calls", usage)
 		} else {
 			for i, wd := range words(reply) {

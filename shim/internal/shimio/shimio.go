@@ -157,6 +157,10 @@ type Emitter struct {
 	restarted    bool                // the resume notice was written
 	outputAfter  bool                // an output partial followed the notice
 	thinkingOpen bool                // the last thinking partial did not end a line
+	outputOpen   bool                // the last output partial did not end a line
+
+	files  *SendFile // send_file's spool, emptied before every event; nil when off
+	stderr io.Writer // where a broken spool entry is reported
 }
 
 // NewEmitter returns an Emitter writing to w.
@@ -205,16 +209,24 @@ type event struct {
 }
 
 func (e *Emitter) write(ev event) error {
+	if err := e.flushFiles(); err != nil {
+		return err
+	}
 	ev.SessionID = e.sid
+	return e.encode(ev, ev.Type)
+}
+
+// encode writes v as one line.
+func (e *Emitter) encode(v any, typ string) error {
 	e.wrote = true
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ev); err != nil {
-		return fmt.Errorf("encode %s event: %w", ev.Type, err)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode %s event: %w", typ, err)
 	}
 	if _, err := e.w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("write %s event: %w", ev.Type, err)
+		return fmt.Errorf("write %s event: %w", typ, err)
 	}
 	return nil
 }
@@ -231,12 +243,17 @@ func (e *Emitter) partial(text, role string) error {
 	if text == "" || e.ended {
 		return nil
 	}
+	// Files first: a caption reads after the text so far, not this one.
+	if err := e.flushFiles(); err != nil {
+		return err
+	}
 	switch role {
 	case core.RoleOutput:
 		role = ""
 		fallthrough
 	case "":
 		e.outputAfter = e.restarted
+		e.outputOpen = !strings.HasSuffix(text, "\n")
 	case core.RoleThinking:
 		e.thinkingOpen = !strings.HasSuffix(text, "\n")
 	}
@@ -261,6 +278,10 @@ func (e *Emitter) Result(text string, u *Usage) error {
 			}
 		}
 		text = ResumeNotice + "\n\n" + text
+	}
+	// Files sent go before the result, which ends the turn.
+	if err := e.flushFiles(); err != nil {
+		return err
 	}
 	e.ended = true
 	return e.write(event{Type: "result", Text: &text, Usage: u})
@@ -313,6 +334,11 @@ func (e *Emitter) Error(msg string, u *Usage) error {
 	defer e.mu.Unlock()
 	if e.ended {
 		return nil
+	}
+	// Files sent before the failure still reach the chat: nothing after
+	// an error does (P-ERR-1).
+	if err := e.flushFiles(); err != nil {
+		return err
 	}
 	e.ended, e.errored = true, true
 	if e.hint != nil {
@@ -453,6 +479,12 @@ func start(ctx context.Context, em *Emitter, c CLI, args, environ []string, stde
 	if err != nil {
 		return nil, err
 	}
+	em.mu.Lock()
+	if em.files != nil {
+		// Where the send_file MCP server the CLI starts puts files.
+		environ = append(append([]string(nil), environ...), em.files.env()...)
+	}
+	em.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Args[0] = c.Bin
@@ -497,6 +529,9 @@ type Setup struct {
 	In     *bufio.Reader // stdin after the turn line: permission responses
 	Args   []string      // arguments after the shim's flags, passed to the CLI
 	Resume string        // the session to resume: the turn's, or "" for a new one
+	// SendFile is the send_file tool to register with the CLI; nil when
+	// off (--send-file=false). The shim closes it when the turn is over.
+	SendFile *SendFile
 }
 
 // Begin starts a shim's turn: it parses args (--bin, and any flags define
@@ -515,6 +550,8 @@ func Begin(em *Emitter, name string, c CLI, stdin io.Reader, stderr io.Writer, a
 		fs.PrintDefaults()
 	}
 	bin := fs.String("bin", c.Bin, "the `command` to run (name on PATH or a path)")
+	sendFile := fs.Bool("send-file", true, "offer the CLI the send_file tool, so the agent can send files to the chat")
+	mcpCommand := fs.String("mcp-command", "", "the `command` the CLI starts as the send_file MCP server, with the argument mcp (default: this agentbridge binary)")
 	if define != nil {
 		define(fs)
 	}
@@ -539,10 +576,17 @@ func Begin(em *Emitter, name string, c CLI, stdin io.Reader, stderr io.Writer, a
 		return Setup{}, em.Fail(fmt.Sprintf("shim %s: empty turn: no message and no attachment", name))
 	}
 	st := Setup{CLI: c, Turn: turn, In: in, Args: fs.Args(), Resume: turn.SessionID}
+	if *sendFile {
+		st.SendFile = newSendFile(*mcpCommand, stderr)
+		em.mu.Lock()
+		em.files, em.stderr = st.SendFile, stderr
+		em.mu.Unlock()
+	}
 	if st.Resume != "" && !Resumable(st.Resume) {
 		fmt.Fprintf(stderr, "shim %s: session id %q is not one %s can resume; starting a new session\n", name, st.Resume, c.Bin)
 		st.Resume = ""
 		if err := em.Restarted(); err != nil {
+			st.SendFile.Close()
 			return Setup{}, err
 		}
 	}
