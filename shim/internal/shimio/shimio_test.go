@@ -182,9 +182,11 @@ func TestBeginRefusesEmptyTurn(t *testing.T) {
 	}
 	in = strings.NewReader(`{"type":"turn","message":"","session_id":"","attachments":[{"kind":"image","url":"file:///a.png"}],"protocol_version":"0.4"}` + "\n")
 	out.Reset()
-	if _, err := Begin(NewEmitter(&out), "qwen", CLI{Bin: "qwen"}, in, &stderr, nil, nil); err != nil || out.Len() != 0 {
+	st, err := Begin(NewEmitter(&out), "qwen", CLI{Bin: "qwen"}, in, &stderr, nil, nil)
+	if err != nil || out.Len() != 0 {
 		t.Errorf("Begin(image-only turn) = %v, stdout %q; want it accepted", err, out.String())
 	}
+	st.SendFile.Close()
 }
 
 // FuzzToolLine: whatever a CLI puts in a tool call, its line is one short
