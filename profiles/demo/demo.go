@@ -59,11 +59,13 @@ type turnLine struct {
 
 // attachment is one entry of turn.attachments; only what the demo shows.
 type attachment struct {
-	Kind string `json:"kind"`
-	URL  string `json:"url"`
-	Name string `json:"name"`
-	MIME string `json:"mime"`
-	Size int64  `json:"size"`
+	Kind     string `json:"kind"`
+	URL      string `json:"url"`
+	Filename string `json:"filename"`  // upstream's name for it
+	MIMEType string `json:"mime_type"` // upstream's name for it
+	Name     string `json:"name"`      // agentbridge's older name, still sent
+	MIME     string `json:"mime"`      // agentbridge's older name, still sent
+	Size     int64  `json:"size"`
 }
 
 // permissionResponse is a bridge → agent line (F-PERM-2).

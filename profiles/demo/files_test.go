@@ -75,3 +75,17 @@ func TestSendNotesSendsText(t *testing.T) {
 		t.Errorf("notes.txt = %q", data)
 	}
 }
+
+// TestAttachmentUpstreamNames: a turn attachment named the upstream way
+// (filename, mime_type) is shown by those names, ahead of name and mime.
+func TestAttachmentUpstreamNames(t *testing.T) {
+	line := `{"type":"turn","message":"","session_id":"","protocol_version":"0.4",` +
+		`"attachments":[{"kind":"file","url":"file:///tmp/r.pdf","filename":"report.pdf","mime_type":"application/pdf","name":"old.pdf","mime":"x/y","size":9}]}` + "\n"
+	var out bytes.Buffer
+	if err := Run(t.Context(), strings.NewReader(line), &out, t.TempDir(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := output(parseEvents(t, out.Bytes())), "- You attached `report.pdf` (file, application/pdf, 9 bytes).\n"; !strings.Contains(got, want) {
+		t.Errorf("answer %q lacks %q", got, want)
+	}
+}

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -125,13 +126,10 @@ func (a *agent) echo(msg string, turnNo int) string {
 		fmt.Fprintf(&b, "- %s\n", reflect(msg))
 	}
 	for _, at := range a.turn.Attachments {
-		name := at.Name
-		if name == "" {
-			name = at.URL
-		}
+		name := cmp.Or(at.Filename, at.Name, at.URL)
 		fmt.Fprintf(&b, "- You attached `%s` (%s", oneLine(name, 80), at.Kind)
-		if at.MIME != "" {
-			fmt.Fprintf(&b, ", %s", at.MIME)
+		if mt := cmp.Or(at.MIMEType, at.MIME); mt != "" {
+			fmt.Fprintf(&b, ", %s", mt)
 		}
 		if at.Size > 0 {
 			fmt.Fprintf(&b, ", %d bytes", at.Size)

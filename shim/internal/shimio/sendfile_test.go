@@ -120,3 +120,16 @@ func TestSendFileOff(t *testing.T) {
 		t.Fatalf("Begin = %+v, %v; want no send_file", st.SendFile, err)
 	}
 }
+
+// TestPromptNamesAttachments: the prompt names a turn attachment by its
+// upstream fields (filename, mime_type), else by name and mime.
+func TestPromptNamesAttachments(t *testing.T) {
+	tr := Turn{Message: "look", Attachments: []Attachment{
+		{Kind: "image", URL: "file:///in/a.png", Filename: "a.png", MIMEType: "image/png", Name: "old", MIME: "x/y"},
+		{Kind: "file", URL: "file:///in/b.txt", Name: "b.txt", MIME: "text/plain"},
+	}}
+	want := "look\n\nAttached files:\n- /in/a.png (image, a.png, image/png)\n- /in/b.txt (file, b.txt, text/plain)"
+	if got := tr.Prompt(); got != want {
+		t.Errorf("Prompt() = %q, want %q", got, want)
+	}
+}

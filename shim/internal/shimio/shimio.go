@@ -7,6 +7,7 @@ package shimio
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,13 +44,17 @@ type Turn struct {
 	ProtocolVersion string       `json:"protocol_version"`
 }
 
-// Attachment is one attachment of a turn (D-ATT-1).
+// Attachment is one attachment of a turn (D-ATT-1). filename and
+// mime_type are the upstream names; the bridge still sends name and mime
+// beside them for a release.
 type Attachment struct {
-	Kind string `json:"kind"`
-	URL  string `json:"url"`
-	Name string `json:"name"`
-	MIME string `json:"mime"`
-	Size int64  `json:"size"`
+	Kind     string `json:"kind"`
+	URL      string `json:"url"`
+	Filename string `json:"filename"`
+	MIMEType string `json:"mime_type"`
+	Name     string `json:"name"`
+	MIME     string `json:"mime"`
+	Size     int64  `json:"size"`
 }
 
 // ReadTurn reads the first line of r as the turn object. r keeps buffering
@@ -89,7 +94,7 @@ func (t Turn) Prompt() string {
 		b.WriteString("\n- ")
 		b.WriteString(loc)
 		var meta []string
-		for _, m := range []string{a.Kind, a.Name, a.MIME} {
+		for _, m := range []string{a.Kind, cmp.Or(a.Filename, a.Name), cmp.Or(a.MIMEType, a.MIME)} {
 			if m != "" {
 				meta = append(meta, m)
 			}
