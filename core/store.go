@@ -90,7 +90,11 @@ type JournalEntry struct {
 	// Prompts are the turn's permission prompts still waiting for an answer.
 	Prompts []Shown
 	// Agent is the turn's agent process group once it started.
-	Agent     ProcessRef
+	Agent ProcessRef
+	// Remote is the container or pod an isolated turn's agent runs in,
+	// recorded before the agent starts: a killed bridge cannot stop it,
+	// so recovery removes it.
+	Remote    RemoteRef
 	StartedAt time.Time // when the message was accepted
 
 	// Message is the user's message as accepted (its Conv, ID, author,
@@ -131,6 +135,15 @@ type Retry struct {
 	Notice Shown
 	At     time.Time // when it was offered
 	Used   bool      // pressed once already
+}
+
+// RemoteRef names a container or pod (internal/isolate): the runtime's
+// client (docker, podman or kubectl), the name, and for a pod its
+// namespace ("" = the context's). The zero value names none.
+type RemoteRef struct {
+	Runtime   string
+	Name      string
+	Namespace string
 }
 
 // Shown is a message the bridge posted and what it shows: Text is in the

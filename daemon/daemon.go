@@ -121,7 +121,7 @@ func Serve(ctx context.Context, opts Options) error {
 	sched := schedule.New(scheduleEntries(cfg), st, log)
 	eng := engine.New(st, EngineSettings(cfg, profs), engine.Options{Log: log, Observer: m, Schedules: sched,
 		// An agent's file:// attachment never names these (profiles' files neither).
-		Private: []string{cfg.Path, cfg.Store}})
+		Private: []string{cfg.Path, cfg.Store}, BridgeID: engine.BridgeID(cfg.Store)})
 	convs := &conversations{served: names, st: st}
 	convs.cfg.Store(cfg)
 

@@ -3,6 +3,7 @@
 package profiles
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/core/agentproc"
+	"github.com/agentbridge/agentbridge/internal/isolate"
 	"github.com/agentbridge/agentbridge/profiles/demo"
 )
 
@@ -135,16 +137,33 @@ func Unstartable(profiles map[string]*agentproc.Profile) map[string]error {
 				err = fmt.Errorf("its shim runs %s: %w", cli, err)
 			}
 		}
-		if client := isolateClient(p); err == nil && client != "" {
-			if err = checkBehind(p, client); err != nil {
-				err = fmt.Errorf("it runs its agent through %s: %w", client, err)
-			}
+		if err == nil {
+			err = IsolateProblem(p)
 		}
 		if err != nil {
 			out[name] = err
 		}
 	}
 	return out
+}
+
+// IsolateProblem checks, for a profile that runs agentbridge isolate, that
+// its container client is on the agent's PATH and that the image is
+// configured and (for docker and podman) on this host, and says what is
+// wrong; nil for any other profile.
+func IsolateProblem(p *agentproc.Profile) error {
+	client := isolateClient(p)
+	if client == "" {
+		return nil
+	}
+	err := checkBehind(p, client)
+	if err == nil {
+		err = isolate.CheckImage(context.Background(), p.Args, p.Environ(nil))
+	}
+	if err != nil {
+		return fmt.Errorf("it runs its agent through %s: %w", client, err)
+	}
+	return nil
 }
 
 // checkBehind checks that command, which p's agentbridge runs in turn (a

@@ -163,6 +163,7 @@ type journalRec struct {
 	AgentPID    int        `json:"agent_pid,omitempty"`
 	AgentStart  uint64     `json:"agent_start,omitempty"` // clock ticks after boot
 	BootID      string     `json:"boot_id,omitempty"`
+	Remote      *remoteRec `json:"remote,omitempty"`
 	StartedAt   time.Time  `json:"started_at"`
 	// Optional; an entry without them is reported as interrupted, never
 	// run again.
@@ -231,6 +232,13 @@ func (r retryRec) retry() core.Retry {
 	return core.Retry{Message: r.Message.message(), Key: r.Key.key(), Notice: r.Notice.shown(), At: time.Unix(0, r.At), Used: r.Used}
 }
 
+// remoteRec is an isolated turn's container or pod (core.RemoteRef).
+type remoteRec struct {
+	Runtime   string `json:"runtime"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
 type shownRec struct {
 	Conv  convRec `json:"conv"`
 	ID    string  `json:"id"`
@@ -262,6 +270,9 @@ func toJournalRec(e core.JournalEntry) journalRec {
 		BootID:      e.Agent.BootID,
 		StartedAt:   e.StartedAt,
 	}
+	if e.Remote != (core.RemoteRef{}) {
+		r.Remote = &remoteRec{Runtime: e.Remote.Runtime, Name: e.Remote.Name, Namespace: e.Remote.Namespace}
+	}
 	for _, p := range e.Prompts {
 		r.Prompts = append(r.Prompts, toShownRec(p))
 	}
@@ -289,6 +300,9 @@ func (r journalRec) entry() core.JournalEntry {
 		Placeholder: r.Placeholder,
 		Agent:       core.ProcessRef{PID: r.AgentPID, StartTicks: r.AgentStart, BootID: r.BootID},
 		StartedAt:   r.StartedAt,
+	}
+	if r.Remote != nil {
+		e.Remote = core.RemoteRef{Runtime: r.Remote.Runtime, Name: r.Remote.Name, Namespace: r.Remote.Namespace}
 	}
 	for _, p := range r.Prompts {
 		e.Prompts = append(e.Prompts, p.shown())

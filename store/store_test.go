@@ -538,6 +538,7 @@ func TestJournal(t *testing.T) {
 	upd.Key = core.ConversationKey{Platform: convB.Platform, Channel: convB.Channel}
 	upd.Notice = core.MessageRef{Conv: convB, ID: "n-c"}
 	upd.Running = true
+	upd.Remote = core.RemoteRef{Runtime: "kubectl", Name: "ab-slack-0123456789abcdef-00ff00ff00ff00ff", Namespace: "agents"}
 	if err := s.JournalPut(ctx, upd); err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	settings := daemon.EngineSettings(cfg, map[string]*agentproc.Profile{prof.Name: prof})
 	// The terminal is the one user's own: anyone at it may use the bot.
 	settings.Platforms[adapter.Name()] = engine.PlatformSettings{Scope: core.ScopeChannel, Prefix: "/", AllowUsers: []string{core.Wildcard}}
-	eng := engine.New(st, settings, engine.Options{Log: log, Private: []string{*storePath}})
+	eng := engine.New(st, settings, engine.Options{Log: log, Private: []string{*storePath}, BridgeID: engine.BridgeID(*storePath)})
 	h := eng.Handler(adapter)
 
 	who := "the built-in demo agent"

@@ -80,6 +80,10 @@ func cmdCheck(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		return usageErrorf("check: %v", err)
 	}
 	label := profile
+	if err := profiles.IsolateProblem(prof); err != nil {
+		// Every probe turn would fail the same way: say why instead.
+		return fmt.Errorf("check: profile %s: %w", label, err)
+	}
 	fmt.Fprintf(stderr, "agentbridge check: probing %s, each turn at most %s…\n", label, agentcheck.TurnBound(prof, *timeout))
 	rep, err := agentcheck.Run(ctx, prof, agentcheck.Options{Messages: msgs, TurnTimeout: *timeout, Label: label})
 	if err != nil {

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	// The built-in demo profile runs os.Executable() demo-agent, and a
 	// profile with command: agentbridge runs os.Executable() too, which in a
 	// test is this binary: serve them the way main would.
-	if len(os.Args) > 1 && (os.Args[1] == profiles.DemoCommand || os.Args[1] == "shim") {
+	if len(os.Args) > 1 && (os.Args[1] == profiles.DemoCommand || os.Args[1] == "shim" || os.Args[1] == "isolate") {
 		os.Exit(exitStatus(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
 	}
 	goleak.VerifyTestMain(m)

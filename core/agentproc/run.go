@@ -35,7 +35,11 @@ type Options struct {
 	// process group, before the turn line is written: a caller that
 	// journals it can find and kill the group after its own crash
 	// (KillStale). It must return quickly.
-	OnStart         func(Group)
+	OnStart func(Group)
+	// Env are per-run extras (F-ENV-1), KEY=VALUE, added to the agent's
+	// environment after the profile's env: what the bridge tells its own
+	// wrapper about the turn (internal/isolate.Plan).
+	Env             []string
 	CollectPartials bool // fill Outcome.Partials (conformance tests, run --json); off by default for bounded memory
 	// MaxReplyBytes bounds the reply text the turn forwards and keeps:
 	// partials (every role) past it are dropped, a result's or error's
@@ -78,7 +82,7 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 		out.ExitCode = stopCode(out.Stopped)
 		return out, nil
 	}
-	pr, command, err := launch(p, t, opts.Environ, log)
+	pr, command, err := launch(p, t, opts.Environ, opts.Env, log)
 	if err != nil {
 		return startFailed(out, command, err, start, log), nil
 	}

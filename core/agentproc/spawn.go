@@ -41,7 +41,7 @@ func (p *Profile) Start(t Turn, environ []string, log *slog.Logger) (*Process, e
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	pr, command, err := launch(p, t, environ, log)
+	pr, command, err := launch(p, t, environ, nil, log)
 	if err != nil {
 		return nil, errors.New(diagnose(command, err))
 	}
@@ -51,7 +51,7 @@ func (p *Profile) Start(t Turn, environ []string, log *slog.Logger) (*Process, e
 // launch starts p's agent for turn t: argv, working directory and
 // environment expanded for t, the command found on the agent's PATH. On
 // failure it returns the expanded command name for the diagnosis.
-func launch(p *Profile, t Turn, environ []string, log *slog.Logger) (*proc, string, error) {
+func launch(p *Profile, t Turn, environ, extra []string, log *slog.Logger) (*proc, string, error) {
 	if environ == nil {
 		environ = os.Environ()
 	}
@@ -61,7 +61,7 @@ func launch(p *Profile, t Turn, environ []string, log *slog.Logger) (*proc, stri
 	}
 	ph := placeholders{profileDir: p.Dir(), sessionID: t.SessionID, sessionName: name, conversationID: t.ConversationID}
 	argv, cwd := p.expand(ph)
-	env := childEnv(p, environMap(environ), ph, cwd, log)
+	env := append(childEnv(p, environMap(environ), ph, cwd, log), extra...)
 	path, err := locate(argv[0], cwd, env)
 	if err != nil {
 		return nil, argv[0], err

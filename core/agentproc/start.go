@@ -78,6 +78,19 @@ func (p *Profile) Check(environ []string) error {
 	return nil
 }
 
+// Environ returns the agent's environment as a turn's agent gets it
+// (F-ENV-1), less the per-run extras: for checks that run what the agent
+// runs (a container client) the way it would. environ is the bridge's
+// environment; nil means os.Environ().
+func (p *Profile) Environ(environ []string) []string {
+	if environ == nil {
+		environ = os.Environ()
+	}
+	ph := placeholders{profileDir: p.Dir(), sessionName: "default"}
+	_, cwd := p.expand(ph)
+	return childEnv(p, environMap(environ), ph, cwd, slog.New(slog.DiscardHandler))
+}
+
 // startFailed fills the outcome of an agent that could not be started.
 func startFailed(out Outcome, command string, err error, start time.Time, log *slog.Logger) Outcome {
 	out.ExitCode = 127

@@ -117,6 +117,9 @@ type Options struct {
 	// may never name, even inside its working directory: the bridge's
 	// config and store (every profile's file is private too).
 	Private []string
+	// BridgeID labels the containers and pods isolated turns run in
+	// (BridgeID(store path)); "" → BridgeID of the host name.
+	BridgeID string
 }
 
 // Engine is the conversation engine. Create it with New, attach platforms
@@ -169,6 +172,10 @@ func New(st core.Store, s *Settings, opts Options) *Engine {
 	}
 	if opts.Observer == nil {
 		opts.Observer = nopObserver{}
+	}
+	if opts.BridgeID == "" {
+		host, _ := os.Hostname()
+		opts.BridgeID = shortHash("host:" + host)
 	}
 	base, stop := context.WithCancel(context.Background())
 	e := &Engine{

@@ -39,7 +39,8 @@ const (
 // processes proven to be that group's: a recycled pid is never
 // signalled), each half-written reply or placeholder is edited to say it
 // was interrupted, each open permission prompt loses its buttons and says
-// it expired, the sender of a message that got no reply is told, and the
+// it expired, what is left of a container or pod an isolated turn ran in
+// is removed, the sender of a message that got no reply is told, and the
 // journal entry is cleared. None of those is re-run: its tools may have
 // acted; its notice offers ↻ Retry instead.
 // Call it after every platform has been registered with Handler.
@@ -62,6 +63,8 @@ func (e *Engine) Recover(ctx context.Context) error {
 			e.log.InfoContext(ctx, "killed the agent of an interrupted turn", "turn", j.TurnID, "pgid", j.Agent.PID, "processes", n)
 		}
 	}
+	// Then the containers and pods they ran: the killed wrapper could not.
+	e.removeRemotes(ctx, entries)
 	var errs []error
 	ahead := map[core.ConversationKey]int{} // turns requeued so far, by lane
 	for _, j := range entries {

@@ -443,8 +443,11 @@ func (r *turnRun) agent(ctx context.Context) (agentproc.Outcome, error) {
 	}
 
 	// On disk before the agent may act: a restart never runs this turn
-	// again on its own (it offers ↻ Retry instead).
-	t.journal.update(false, func(e *core.JournalEntry) { e.Running = true })
+	// again on its own (it offers ↻ Retry instead), and removes the
+	// container an isolated agent is about to start, which a crash of the
+	// bridge leaves running.
+	remote, extra := e.remoteFor(r)
+	t.journal.update(false, func(e *core.JournalEntry) { e.Running, e.Remote = true, remote })
 	t.journal.flush(ctx)
 	r.log.InfoContext(ctx, "turn started", "profile", r.profileName, "session", r.sessName)
 	e.opts.Observer.TurnStarted(t.plat.Name(), r.profileName)
@@ -459,15 +462,22 @@ func (r *turnRun) agent(ctx context.Context) (agentproc.Outcome, error) {
 		Attachments:    r.atts,
 	}
 	r.workDir = r.prof.WorkDir(turn)
-	return agentproc.Run(runCtx, r.prof, turn, agentproc.Options{
+	out, err := agentproc.Run(runCtx, r.prof, turn, agentproc.Options{
 		Log:           r.log,
 		Environ:       e.opts.Environ,
 		MaxReplyBytes: r.s.replyLimit(m.Conv),
+		Env:           extra,
 		OnStart: func(g agentproc.Group) {
 			t.journal.update(true, func(e *core.JournalEntry) { e.Agent = core.ProcessRef(g) })
 		},
 		OnEvent: func(ev agentproc.Event) { r.event(ctx, ev) },
 	})
+	if remote.Name != "" && out.ExitCode != 0 {
+		// A wrapper stopped or killed may not have removed its container:
+		// once the reply is final, make sure, before the journal forgets it.
+		r.undo = append(r.undo, func() { e.removeRemote(context.WithoutCancel(ctx), t.id, remote) })
+	}
+	return out, err
 }
 
 // wait ends the typing indicator and waits for what the agent's events

@@ -34,6 +34,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/tail"
 )
 
 // The runtimes Run knows; each is also the client command it runs.
@@ -51,6 +53,25 @@ const WorkspaceDir = "/workspace"
 // names the agents image once (in the bridge's environment, passed on by
 // the isolated profiles) rather than in every profile.
 const ImageEnv = "AGENTBRIDGE_AGENT_IMAGE"
+
+// What the bridge tells the wrapper about the turn it runs (Plan): the
+// container's or pod's name, which the bridge journals before the turn
+// starts, and the values of its labels. They reach the wrapper only: the
+// container gets none of them.
+const (
+	NameEnv   = "AGENTBRIDGE_ISOLATE_NAME"
+	BridgeEnv = "AGENTBRIDGE_BRIDGE_ID"
+	TurnEnv   = "AGENTBRIDGE_TURN_ID"
+)
+
+// Labels on every container (Docker, Podman) the wrapper starts; pods carry
+// the same with "io.agentbridge/" instead of "io.agentbridge.". Bridge and
+// turn are set when the bridge ran the wrapper.
+const (
+	LabelBridge    = "io.agentbridge.bridge"
+	LabelWorkspace = "io.agentbridge.workspace"
+	LabelTurn      = "io.agentbridge.turn"
+)
 
 // AgentUID is the user the agents image runs as; the pod's fsGroup, so a
 // fresh workspace directory is writable by it.
@@ -70,7 +91,9 @@ type Spec struct {
 	Deadline  time.Duration // kubectl: activeDeadlineSeconds, so a pod whose bridge died still ends
 	Grace     time.Duration // SIGTERM → SIGKILL for the remote agent when the turn is stopped
 	Args      []string      // arguments of the image's entrypoint, e.g. [shim, claude]
-	Name      string        // the container's or pod's name; Parse makes a fresh one
+	Name      string        // the container's or pod's name: the bridge's ($NameEnv) or a fresh one
+	Bridge    string        // the bridge that started the turn ($BridgeEnv); "" when run by hand
+	Turn      string        // the turn's id ($TurnEnv); "" when run by hand
 }
 
 // slug is what a workspace name must look like: core.ConversationKey.Slug's
@@ -91,22 +114,9 @@ profiles/isolated/README.md.
 flags:
 `
 
-// Parse reads the command line of agentbridge isolate and names the remote
-// container or pod.
-func Parse(args []string, stderr io.Writer) (Spec, error) {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		// The flags are the same for every runtime: show them with docker's defaults.
-		args = []string{Docker, args[0]}
-	}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return Spec{}, errors.New("isolate: want a runtime first: docker, podman or kubectl")
-	}
-	s := Spec{Runtime: args[0]}
-	switch s.Runtime {
-	case Docker, Podman, Kubectl:
-	default:
-		return Spec{}, fmt.Errorf("isolate: unknown runtime %q: want docker, podman or kubectl", s.Runtime)
-	}
+// flagSet defines the flags of agentbridge isolate RUNTIME on s;
+// getenv is where the --image default comes from.
+func flagSet(s *Spec, stderr io.Writer, getenv func(string) string) *flag.FlagSet {
 	fs := flag.NewFlagSet("isolate "+s.Runtime, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -117,7 +127,7 @@ func Parse(args []string, stderr io.Writer) (Spec, error) {
 	if s.Runtime == Kubectl {
 		defMemory = "4Gi"
 	}
-	fs.StringVar(&s.Image, "image", os.Getenv(ImageEnv), "the `image` holding the agent (default $"+ImageEnv+")")
+	fs.StringVar(&s.Image, "image", getenv(ImageEnv), "the `image` holding the agent (default $"+ImageEnv+")")
 	fs.StringVar(&s.Workspace, "workspace", "", "the conversation's workspace `id`: {{AGENTBRIDGE_CONVERSATION_ID}}; empty = a scratch workspace")
 	fs.StringVar(&s.CPUs, "cpus", "2", "CPU `limit`")
 	fs.StringVar(&s.Memory, "memory", defMemory, "memory `limit`")
@@ -136,6 +146,35 @@ func Parse(args []string, stderr io.Writer) (Spec, error) {
 	fs.StringVar(&s.Claim, "claim", "agentbridge-workspaces", "kubectl: the ReadWriteMany PersistentVolumeClaim `name` holding the workspaces")
 	fs.DurationVar(&s.Deadline, "deadline", 2*time.Hour, "kubectl: the pod's activeDeadlineSeconds, a backstop should the bridge die")
 	fs.DurationVar(&s.Grace, "grace", 10*time.Second, "how long the stopped agent may take to exit before SIGKILL; keep it under the profile's kill_grace_secs")
+	return fs
+}
+
+// runtime checks the runtime word of the command line.
+func runtime(args []string) (string, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return "", errors.New("isolate: want a runtime first: docker, podman or kubectl")
+	}
+	switch args[0] {
+	case Docker, Podman, Kubectl:
+		return args[0], nil
+	}
+	return "", fmt.Errorf("isolate: unknown runtime %q: want docker, podman or kubectl", args[0])
+}
+
+// Parse reads the command line of agentbridge isolate and names the remote
+// container or pod: the name the bridge chose for the turn ($NameEnv, see
+// Plan), else a fresh one.
+func Parse(args []string, stderr io.Writer) (Spec, error) {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		// The flags are the same for every runtime: show them with docker's defaults.
+		args = []string{Docker, args[0]}
+	}
+	rt, err := runtime(args)
+	if err != nil {
+		return Spec{}, err
+	}
+	s := Spec{Runtime: rt}
+	fs := flagSet(&s, stderr, os.Getenv)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return Spec{}, err
@@ -160,7 +199,10 @@ func Parse(args []string, stderr io.Writer) (Spec, error) {
 	if len(problems) > 0 {
 		return Spec{}, fmt.Errorf("isolate: %s", strings.Join(problems, "; "))
 	}
-	s.Name = remoteName(s.Workspace)
+	s.Name, s.Bridge, s.Turn = os.Getenv(NameEnv), os.Getenv(BridgeEnv), os.Getenv(TurnEnv)
+	if !remoteName().MatchString(s.Name) || !labelValue().MatchString(s.Bridge) || !labelValue().MatchString(s.Turn) {
+		s.Name, s.Bridge, s.Turn = freshName(s.Workspace), "", ""
+	}
 	return s, nil
 }
 
@@ -171,19 +213,30 @@ var envName = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 })
 
-// remoteName is a fresh container or pod name: unique per turn, so the stop
+// freshName is a container or pod name for a turn the bridge did not name
+// (agentbridge run, or isolate run by hand): unique per turn, so the stop
 // command can never hit another turn's, and showing the workspace so an
 // operator can tell whose it is.
-func remoteName(workspace string) string {
-	var b [4]byte
+func freshName(workspace string) string {
+	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand does not fail on Linux
 	}
+	return name(workspace, hex.EncodeToString(b[:]))
+}
+
+// name is ab-WORKSPACE-TURN: at most 60 characters, an RFC 1123 label.
+func name(workspace, turn string) string {
 	if workspace == "" {
 		workspace = "scratch"
 	}
-	return "ab-" + workspace + "-" + hex.EncodeToString(b[:])
+	return "ab-" + workspace + "-" + turn
 }
+
+var (
+	remoteName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ab-[a-z0-9-]{1,59}$`) })
+	labelValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]{1,40}$`) })
+)
 
 // RunArgv is the client's argv (without the command) that starts the agent
 // attached to stdin and stdout. environ is where --env values come from.
@@ -191,12 +244,15 @@ func (s Spec) RunArgv(environ func(string) string) []string {
 	if s.Runtime == Kubectl {
 		return s.kubectlRun(environ)
 	}
-	argv := []string{"run", "-i", "--rm", "--name", s.Name,
-		"--label", "io.agentbridge.workspace=" + s.workspaceLabel(),
+	argv := []string{"run", "-i", "--rm", "--name", s.Name}
+	for _, l := range s.labels() {
+		argv = append(argv, "--label", l)
+	}
+	argv = append(argv,
 		"--cpus", s.CPUs, "--memory", s.Memory, "--pids-limit", "1024",
 		"--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-		"-w", WorkspaceDir, "-e", "HOME=" + WorkspaceDir,
-	}
+		"-w", WorkspaceDir, "-e", "HOME="+WorkspaceDir,
+	)
 	if s.Workspace != "" {
 		argv = append(argv, "-v", VolumeName(s.Workspace)+":"+WorkspaceDir)
 	} else {
@@ -215,11 +271,17 @@ func (s Spec) RunArgv(environ func(string) string) []string {
 // workspace.
 func VolumeName(workspace string) string { return "agentbridge-" + workspace }
 
-func (s Spec) workspaceLabel() string {
-	if s.Workspace == "" {
-		return "scratch"
+// labels are the container's labels, KEY=VALUE.
+func (s Spec) labels() []string {
+	ws := s.Workspace
+	if ws == "" {
+		ws = "scratch"
 	}
-	return s.Workspace
+	l := []string{LabelWorkspace + "=" + ws}
+	if s.Bridge != "" {
+		l = append(l, LabelBridge+"="+s.Bridge, LabelTurn+"="+s.Turn)
+	}
+	return l
 }
 
 // kubectlRun starts a pod per turn. kubectl run has no flags for limits,
@@ -280,7 +342,7 @@ func (s Spec) kubectlRun(environ func(string) string) []string {
 	argv := []string{"run", s.Name}
 	argv = append(argv, s.namespaceArgs()...)
 	argv = append(argv, "--image", s.Image, "--restart", "Never", "--rm", "-i", "--quiet",
-		"--labels", "app.kubernetes.io/name=agentbridge-agent,io.agentbridge/workspace="+s.workspaceLabel(),
+		"--labels", "app.kubernetes.io/name=agentbridge-agent,"+strings.ReplaceAll(strings.Join(s.labels(), ","), "io.agentbridge.", "io.agentbridge/"),
 		"--pod-running-timeout", "5m",
 		"--override-type", "strategic", "--overrides", string(overrides), "--")
 	return append(argv, s.Args...)
@@ -316,13 +378,18 @@ func Run(ctx context.Context, s Spec, stdin io.Reader, stdout, stderr io.Writer)
 	}
 	client := exec.Command(s.Runtime, s.RunArgv(os.Getenv)...)
 	// *os.File values are handed to the client as they are: no copy, no
-	// re-framing of the NDJSON.
-	client.Stdin, client.Stdout, client.Stderr = stdin, stdout, stderr
+	// re-framing of the NDJSON. Its stderr is copied, and its end kept to
+	// tell a failed start from a failed agent.
+	errTail := &tail.Buffer{Max: 4096}
+	client.Stdin, client.Stdout, client.Stderr = stdin, stdout, io.MultiWriter(stderr, errTail)
 	// With anything else (tests) exec copies, and Wait must not wait on a
 	// stdin nobody closes once the client has exited.
 	client.WaitDelay = time.Second
 	if err := client.Start(); err != nil {
-		fmt.Fprintf(stderr, "isolate: start %s: %v\n", s.Runtime, err)
+		startFailure{
+			user:   fmt.Sprintf("%s, which runs the agent's container, could not start", s.Runtime),
+			detail: fmt.Sprintf("isolate: start %s: %v", s.Runtime, err),
+		}.report(stdout, stderr)
 		return 127
 	}
 	done := make(chan error, 1)
@@ -335,7 +402,11 @@ func Run(ctx context.Context, s Spec, stdin io.Reader, stdout, stderr io.Writer)
 		// remote agent, which no signal reached, must be stopped too.
 		var ee *exec.ExitError
 		if ctx.Err() == nil && !(errors.As(err, &ee) && signaled(ee)) {
-			return exitStatus(err)
+			code := exitStatus(err)
+			if f, ok := s.classify(code, errTail.String()); ok {
+				f.report(stdout, stderr)
+			}
+			return code
 		}
 		s.stop(stderr)
 		return 143
@@ -383,6 +454,19 @@ func (s Spec) stop(stderr io.Writer) {
 			fmt.Fprintf(stderr, "isolate: %s %s did not finish; leaving it running\n", s.Runtime, s.StopArgv()[0])
 		}
 	}
+	if s.Runtime == Kubectl {
+		return // delete pod has removed it
+	}
+	// run --rm removes the stopped container only if its client is still
+	// there to do it (the bridge's SIGTERM may have ended it), and then
+	// after this returns: remove it, with its anonymous volumes, now.
+	if _, err := Remove(context.Background(), s.remote()); err != nil {
+		fmt.Fprintf(stderr, "isolate: could not remove %s: %v\n", s.Name, err)
+	}
+}
+
+func (s Spec) remote() Remote {
+	return Remote{Runtime: s.Runtime, Name: s.Name, Namespace: s.Namespace}
 }
 
 // exitStatus is the client's exit status the way a shell reports it.
@@ -407,13 +491,21 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return 0
 	}
 	if err != nil {
-		if err != errPrinted {
-			fmt.Fprintln(stderr, err)
+		f := startFailure{user: "the agent's container is not set up right", detail: err.Error()}
+		switch {
+		case err == errPrinted:
+			f.detail = "isolate: bad flags (above)"
+		case strings.Contains(err.Error(), "no image:"):
+			f.user = "no image is set for the agent's container"
 		}
+		f.report(stdout, stderr)
 		return 2
 	}
 	if _, err := exec.LookPath(s.Runtime); err != nil {
-		fmt.Fprintf(stderr, "isolate: %s is not on PATH (%s)\n", s.Runtime, filepath.SplitList(os.Getenv("PATH")))
+		startFailure{
+			user:   s.Runtime + " is not on PATH",
+			detail: fmt.Sprintf("isolate: %s is not on PATH (%s): install it on the bridge's host, or fix the profile's PATH", s.Runtime, filepath.SplitList(os.Getenv("PATH"))),
+		}.report(stdout, stderr)
 		return 127
 	}
 	return Run(ctx, s, stdin, stdout, stderr)

@@ -57,7 +57,7 @@ func TestDockerArgv(t *testing.T) {
 	for _, rt := range []string{isolate.Docker, isolate.Podman} {
 		s := parse(t, rt, "--image", "img:1", "--workspace", "slack-0123456789abcdef", "--cpus", "1.5", "--memory", "2g",
 			"--env", "ANTHROPIC_API_KEY", "--env", "UNSET_ONE", "--grace", "7s", "--", "shim", "claude")
-		if !strings.HasPrefix(s.Name, "ab-slack-0123456789abcdef-") || len(s.Name) != len("ab-slack-0123456789abcdef-")+8 {
+		if !strings.HasPrefix(s.Name, "ab-slack-0123456789abcdef-") || len(s.Name) != len("ab-slack-0123456789abcdef-")+16 {
 			t.Errorf("name %q", s.Name)
 		}
 		want := []string{"run", "-i", "--rm", "--name", s.Name, "--label", "io.agentbridge.workspace=slack-0123456789abcdef",
@@ -82,6 +82,53 @@ func TestDockerArgv(t *testing.T) {
 	}
 	if got := s.RunArgv(env(nil)); !strings.HasPrefix(s.Name, "ab-scratch-") || !contains(got, "-v", "/workspace") {
 		t.Errorf("without a workspace: name %q argv %q; want a scratch anonymous volume", s.Name, got)
+	}
+}
+
+// TestPlan: the bridge names a turn's container before it starts, from the
+// profile's args and the turn, and the wrapper it runs with Plan's
+// environment uses that name and labels the container with the bridge and
+// the turn; the stop and the removal after a crash name it too.
+func TestPlan(t *testing.T) {
+	args := []string{"isolate", "podman", "--image", "img:1", "--workspace", "{{AGENTBRIDGE_CONVERSATION_ID}}", "--grace", "7s", "--", "shim", "claude"}
+	r, planEnv, ok := isolate.Plan(args, "slack-0123456789abcdef", "00ff00ff00ff00ff", "a1b2c3d4e5f6")
+	wantR := isolate.Remote{Runtime: "podman", Name: "ab-slack-0123456789abcdef-00ff00ff00ff00ff"}
+	wantEnv := []string{"AGENTBRIDGE_ISOLATE_NAME=" + wantR.Name, "AGENTBRIDGE_BRIDGE_ID=a1b2c3d4e5f6", "AGENTBRIDGE_TURN_ID=00ff00ff00ff00ff"}
+	if !ok || r != wantR || !cmp.Equal(planEnv, wantEnv) {
+		t.Fatalf("Plan = %+v, %q, %v; want %+v, %q", r, planEnv, ok, wantR, wantEnv)
+	}
+	for _, kv := range planEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	s := parse(t, "podman", "--image", "img:1", "--workspace", "slack-0123456789abcdef", "--grace", "7s", "--", "shim", "claude")
+	if s.Name != r.Name {
+		t.Errorf("the wrapper names its container %q, want the bridge's %q", s.Name, r.Name)
+	}
+	got := strings.Join(s.RunArgv(env(nil)), " ")
+	for _, l := range []string{"--label io.agentbridge.workspace=slack-0123456789abcdef", "--label io.agentbridge.bridge=a1b2c3d4e5f6",
+		"--label io.agentbridge.turn=00ff00ff00ff00ff"} {
+		if !strings.Contains(got, l) {
+			t.Errorf("run argv %q lacks %q", got, l)
+		}
+	}
+	if diff := cmp.Diff([]string{"rm", "--force", "--volumes", "--time", "0", r.Name}, r.RemoveArgv()); diff != "" {
+		t.Errorf("podman removal (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"rm", "--force", "--volumes", r.Name}, isolate.Remote{Runtime: "docker", Name: r.Name}.RemoveArgv()); diff != "" {
+		t.Errorf("docker removal (-want +got):\n%s", diff)
+	}
+	k, _, ok := isolate.Plan([]string{"isolate", "kubectl", "--namespace", "agents", "--", "shim", "gemini"}, "", "00ff00ff00ff00ff", "a1b2c3d4e5f6")
+	if want := (isolate.Remote{Runtime: "kubectl", Name: "ab-scratch-00ff00ff00ff00ff", Namespace: "agents"}); !ok || k != want {
+		t.Errorf("kubectl Plan = %+v, %v; want %+v", k, ok, want)
+	}
+	if diff := cmp.Diff([]string{"delete", "pod", k.Name, "--namespace", "agents", "--ignore-not-found", "--grace-period", "0", "--force", "--wait=false"}, k.RemoveArgv()); diff != "" {
+		t.Errorf("kubectl removal (-want +got):\n%s", diff)
+	}
+	for _, a := range [][]string{{"shim", "claude"}, {"isolate", "lxc"}, {"isolate", "docker", "--bogus"}} {
+		if _, _, ok := isolate.Plan(a, "", "00ff00ff00ff00ff", "a1b2c3d4e5f6"); ok {
+			t.Errorf("Plan(%q) planned a container", a)
+		}
 	}
 }
 
@@ -341,4 +388,31 @@ func called(calls [][]string, want []string) bool {
 		}
 	}
 	return false
+}
+
+// TestStartFailuresAreErrorEvents: no image configured and no engine on
+// PATH reach the chat as the turn's error event (P-ERR-1) in one line,
+// not as an exit status; the detail is on stderr, the bridge's log.
+func TestStartFailuresAreErrorEvents(t *testing.T) {
+	t.Setenv(isolate.ImageEnv, "")
+	t.Setenv("PATH", t.TempDir())
+	for _, tc := range []struct {
+		args         []string
+		code         int
+		want, detail string
+	}{
+		{[]string{"podman", "--", "shim", "claude"}, 2,
+			"The bridge is misconfigured: no image is set for the agent's container (the operator has been told)", "no image: set AGENTBRIDGE_AGENT_IMAGE or pass --image"},
+		{[]string{"podman", "--image", "img:1", "--", "shim", "claude"}, 127,
+			"The bridge is misconfigured: podman is not on PATH (the operator has been told)", "isolate: podman is not on PATH"},
+	} {
+		var out, errb bytes.Buffer
+		code := isolate.Main(t.Context(), tc.args, strings.NewReader(turnLine("hello")), &out, &errb)
+		if msg := errorEvent(t, out.String()); code != tc.code || msg != tc.want {
+			t.Errorf("%q: exit %d, error %q; want %d, %q", tc.args, code, msg, tc.code, tc.want)
+		}
+		if !strings.Contains(errb.String(), tc.detail) {
+			t.Errorf("%q: stderr %q, want %q", tc.args, errb.String(), tc.detail)
+		}
+	}
 }

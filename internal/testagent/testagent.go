@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -73,6 +74,9 @@ const (
 //	             ftp:// URL, then "after"
 //	files-flood:N  one partial carrying N small data: files (fN.txt),
 //	             then "FLOOD-SENT"
+//	note:TEXT    append TEXT and a space to $HOME/notes, then stream the
+//	             file's content (a workspace that persists keeps the notes
+//	             of earlier turns)
 //	anything     show each attachment as "[NAME MIME: CONTENT ERR] ", then
 //	             stream the message back word by word; a message starting
 //	             with "costly" reports cost_usd 0.25 beside its tokens
@@ -162,6 +166,19 @@ func Run(in io.Reader, out io.Writer) int {
 		}
 		json.Unmarshal(resp, &answer)
 		partial("answer=" + answer.Behavior + ":" + answer.Message)
+	case "note":
+		path := filepath.Join(os.Getenv("HOME"), "notes")
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = f.WriteString(arg + " ")
+			f.Close()
+		}
+		b, rerr := os.ReadFile(path)
+		if err = errors.Join(err, rerr); err != nil {
+			emit(map[string]any{"type": "error", "message": "notes: " + err.Error()})
+			return 1
+		}
+		partial("notes: " + string(b))
 	case "fail":
 		partial("partial before failing")
 		emit(map[string]any{"type": "error", "message": "upstream exploded"})

@@ -179,6 +179,8 @@ func (f *fake) main(args []string) int {
 			return f.dockerRun(args[1:])
 		case len(args) > 0 && args[0] == "stop":
 			return f.dockerStop(args[1:])
+		case len(args) > 0 && args[0] == "rm":
+			return f.dockerRm(args[1:])
 		}
 	}
 	fmt.Fprintf(os.Stderr, "fake %s: unsupported command %q\n", f.name, args)
@@ -472,6 +474,25 @@ func (f *fake) dockerStop(argv []string) int {
 	return 0
 }
 
+// dockerRm is rm --force [--volumes] [--time N] NAME: SIGKILL at once
+// (docker's rm -f; podman's with --time 0).
+func (f *fake) dockerRm(argv []string) int {
+	var force bool
+	rest, err := flags(argv, []string{"--time"}, []string{"--force", "-f", "--volumes", "-v"}, func(n, v string) {
+		force = force || n == "--force" || n == "-f"
+	})
+	if err != nil || len(rest) != 1 || !force {
+		fmt.Fprintf(os.Stderr, "fake %s rm: %v (want --force NAME, got %q)\n", f.name, err, argv)
+		return 125
+	}
+	if !f.stop(rest[0], 0) {
+		fmt.Fprintf(os.Stderr, "Error response from daemon: No such container: %s\n", rest[0])
+		return 1
+	}
+	fmt.Println(rest[0])
+	return 0
+}
+
 func (f *fake) kubectlDelete(argv []string) int {
 	if len(argv) == 0 {
 		return 1
@@ -479,7 +500,7 @@ func (f *fake) kubectlDelete(argv []string) int {
 	name := argv[0]
 	grace := 30
 	var ignore bool
-	_, err := flags(argv[1:], []string{"--namespace", "--grace-period"}, []string{"--ignore-not-found", "--wait"}, func(n, v string) {
+	_, err := flags(argv[1:], []string{"--namespace", "--grace-period"}, []string{"--ignore-not-found", "--wait", "--force"}, func(n, v string) {
 		switch n {
 		case "--grace-period":
 			grace, _ = strconv.Atoi(v)
