@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,17 +30,23 @@ func isolatedProfile(t *testing.T, e enginetest.Engine, image string, timeout in
 	if e.Conf != "" {
 		env += "  CONTAINERS_CONF: " + e.Conf + "\n"
 	}
+	// Every chat is the same console conversation: a workspace of the
+	// test's own keeps parallel tests' volumes apart.
+	var b [4]byte
+	rand.Read(b[:])
+	ws := "it-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() { e.RemoveVolume(isolate.VolumeName(ws)) })
 	imageArg := ""
 	if image != "" {
 		imageArg = fmt.Sprintf("--image, %q, ", image)
 	}
 	body := fmt.Sprintf(`command: agentbridge
-args: [isolate, podman, %s--workspace, "{{AGENTBRIDGE_CONVERSATION_ID}}", --grace, 1s, --, agent]
+args: [isolate, podman, %s--workspace, %s, --grace, 1s, --, agent]
 env:
 %sstreaming: true
 timeout_secs: %d
 kill_grace_secs: 5
-`, imageArg, env, timeout)
+`, imageArg, ws, env, timeout)
 	path := filepath.Join(t.TempDir(), "isolated.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
@@ -89,15 +97,17 @@ func TestIsolatedCrashThenRestart(t *testing.T) {
 		t.Fatalf("containers of the bridge: %q, want the turn's", running)
 	}
 	workspace, _ := split(t, e.Mounts(t, running[0]))
-	t.Cleanup(func() { e.RemoveVolume(workspace) })
 	c.say("/stop")
 	c.waitFor("Stopped.", 1)
 	if left := bridgeContainers(t, e, store); len(left) != 0 {
 		t.Errorf("after /stop the containers %q are left", left)
 	}
 
+	// The stopped reply may show "working" again with its notice: count
+	// from here.
+	seen := strings.Count(c.output(), "working")
 	c.say("hang")
-	c.waitFor("working", 2)
+	c.waitFor("working", seen+1)
 	running = bridgeContainers(t, e, store)
 	if len(running) != 1 {
 		t.Fatalf("containers of the bridge: %q, want the turn's", running)
@@ -152,8 +162,7 @@ func TestIsolatedTimeoutAndShutdown(t *testing.T) {
 			if len(running) != 1 {
 				t.Fatalf("containers of the bridge: %q, want the turn's", running)
 			}
-			workspace, _ := split(t, e.Mounts(t, running[0]))
-			t.Cleanup(func() { e.RemoveVolume(workspace) })
+			split(t, e.Mounts(t, running[0]))
 			if how == "timeout" {
 				c.waitFor("timed out", 1)
 				c.quit()
