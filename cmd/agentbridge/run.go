@@ -339,6 +339,7 @@ func newRunFiles(prof *agentproc.Profile, turn agentproc.Turn, dir string) (*run
 	return &runFiles{dir: dir, spool: spool, check: outfile.New(outfile.Policy{
 		Platform:  "agentbridge run",
 		HostFiles: !prof.Isolated(),
+		Agent:     outfile.AccountOf(prof),
 		Roots:     []string{prof.WorkDir(turn)},
 		Private:   []string{prof.Path},
 		Spool:     spool,

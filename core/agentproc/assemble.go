@@ -140,6 +140,20 @@ func (a *assembler) apply(l scanned, full *Line) {
 			if usage != nil {
 				a.usage = usage
 			}
+			if len(files) > 0 && !a.outputSeen && l.text != "" {
+				// The words a result's files come with go first, as a
+				// partial's would: a file follows the text that
+				// introduces it, and the result's text is then the
+				// streamed body (Outcome.Reply stays "").
+				a.outputSeen = true
+				text := a.lim.partial(core.RoleOutput, l.text)
+				if a.opts.CollectPartials && a.lim.keep(core.RoleOutput, len(text)) {
+					a.partials = append(a.partials, text)
+				}
+				if a.opts.OnEvent != nil && text != "" {
+					a.opts.OnEvent(Event{Kind: EventPartial, Text: text, Role: core.RoleOutput})
+				}
+			}
 			a.files(files)
 		}
 	case KindError:

@@ -3,6 +3,7 @@ package agentproc
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,7 +106,25 @@ func TestRunForwardsFiles(t *testing.T) {
 		}
 	}
 
+	// A result whose text nothing streamed before it: its words come
+	// before its file, as the body.
 	p := agentProfile(t, "lines", map[string]string{"AGENT_LINES": mustJSON([]string{
+		`{"type":"result","text":"Here is the chart.","attachments":[{"kind":"image","url":"data:,c"}]}`,
+	})})
+	var got []string
+	o := run(t, context.Background(), p, Turn{Message: "x"}, Options{OnEvent: func(ev Event) {
+		switch ev.Kind {
+		case EventPartial:
+			got = append(got, ev.Text)
+		case EventFiles:
+			got = append(got, "["+ev.Files[0].URL+"]")
+		}
+	}})
+	if want := []string{"Here is the chart.", "[data:,c]"}; !slices.Equal(got, want) || o.Reply != "" || !o.PartialsSeen {
+		t.Errorf("result with a file: events %q (Reply %q, PartialsSeen %v), want %q", got, o.Reply, o.PartialsSeen, want)
+	}
+
+	p = agentProfile(t, "lines", map[string]string{"AGENT_LINES": mustJSON([]string{
 		`{"type":"error","message":"boom"}`,
 		`{"type":"partial","text":"x","attachments":[{"kind":"image","url":"data:,a"}]}`,
 	})})
@@ -148,6 +167,25 @@ func TestTurnAttachmentFields(t *testing.T) {
 	for _, w := range []string{"unknown kind passed on as other", "unsupported scheme not passed on"} {
 		if !strings.Contains(logs.String(), w) {
 			t.Errorf("no warning %q in\n%s", w, logs)
+		}
+	}
+}
+
+// TestIsolated: a profile that runs its agent through `agentbridge
+// isolate` is not on the bridge's host (its file:// paths are the
+// container's); any other is.
+func TestIsolated(t *testing.T) {
+	for _, tt := range []struct {
+		p    Profile
+		want bool
+	}{
+		{Profile{Command: "agentbridge", Args: []string{"isolate", "docker", "--", "shim", "claude"}}, true},
+		{Profile{Command: "/usr/local/bin/agentbridge", Args: []string{"isolate", "kubernetes"}}, true},
+		{Profile{Command: "agentbridge", Args: []string{"shim", "claude"}}, false},
+		{Profile{Command: "python3", Args: []string{"isolate"}}, false},
+	} {
+		if got := tt.p.Isolated(); got != tt.want {
+			t.Errorf("%s %q: Isolated = %v, want %v", tt.p.Command, tt.p.Args, got, tt.want)
 		}
 	}
 }

@@ -60,9 +60,6 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 	if p.Command == "" {
 		return Outcome{}, errors.New("run turn: profile has no command")
 	}
-	if t.Message == "" && len(t.Attachments) == 0 {
-		return Outcome{}, ErrEmptyTurn
-	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -71,6 +68,9 @@ func Run(ctx context.Context, p *Profile, t Turn, opts Options) (Outcome, error)
 		log = log.With(slog.String("profile", p.Name))
 	}
 	t.Attachments = checkTurnAttachments(t.Attachments, log)
+	if t.Message == "" && len(t.Attachments) == 0 {
+		return Outcome{}, ErrEmptyTurn
+	}
 	sessionName := t.SessionName
 	if sessionName == "" {
 		sessionName = "default"

@@ -63,6 +63,7 @@ func (r *turnRun) filePolicy(ctx context.Context) *outfile.Turn {
 	}
 	name := r.t.plat.Name()
 	return outfile.New(outfile.Policy{
+		Agent:        outfile.AccountOf(r.prof),
 		Platform:     platformTitle(name),
 		MaxFileBytes: r.t.plat.Limits().MaxFileBytes,
 		MaxFiles:     r.s.Files.PerTurn,

@@ -5,7 +5,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,6 +58,9 @@ func (t *Turn) openFile(raw string, limit int64, over func(int64) *refusal) (sou
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() {
 		return nil, "", refuse(ReasonUnreadable, "refused: not a regular file")
+	}
+	if a := t.p.Agent; a != nil && !a.canRead(real, st) {
+		return nil, "", refuse(ReasonUnreadable, "refused: the agent's own account may not read it")
 	}
 	if st.Size() > limit {
 		return nil, "", over(st.Size())
@@ -109,4 +114,42 @@ func within(path, dir string) bool {
 		dir += string(filepath.Separator)
 	}
 	return strings.HasPrefix(path, dir)
+}
+
+// canRead reports whether the account may read the file at path (st its
+// open file's): read permission on it, search permission on every
+// directory above it. Root may.
+func (a *Account) canRead(path string, st os.FileInfo) bool {
+	if a.UID == 0 {
+		return true
+	}
+	if !a.may(st, 4) {
+		return false
+	}
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		dst, err := os.Stat(dir)
+		if err != nil || !a.may(dst, 1) {
+			return false
+		}
+		if dir == filepath.Dir(dir) {
+			return true
+		}
+	}
+}
+
+// may reports whether the account has permission bit want (4 read, 1
+// search) on the file st describes.
+func (a *Account) may(st os.FileInfo, want os.FileMode) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	mode := st.Mode().Perm()
+	switch {
+	case sys.Uid == a.UID:
+		return mode>>6&want != 0
+	case sys.Gid == a.GID || slices.Contains(a.Groups, sys.Gid):
+		return mode>>3&want != 0
+	}
+	return mode&want != 0
 }

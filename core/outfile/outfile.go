@@ -43,12 +43,32 @@ type Policy struct {
 	// Roots are the directories a file:// URL may point into (the
 	// profile's cwd, the turn's attachment directory).
 	Roots []string
+	// Agent, when set, is the account the agent runs as (a profile's
+	// user:): a file:// file is sent only when that account could read
+	// it, so a bridge running as root never sends what the agent itself
+	// may not open.
+	Agent *Account
 	// Private are files and directories never sent even inside a root:
 	// the bridge's config, store and profile files.
 	Private []string
 	// Spool is the directory the turn's files are copied to until they
 	// are sent (created when the first file needs it, with mode 0700).
 	Spool string
+}
+
+// Account is the account an agent runs as.
+type Account struct {
+	UID, GID uint32
+	Groups   []uint32
+}
+
+// AccountOf is the account p's agent runs as (its user:), nil when it
+// runs as the bridge.
+func AccountOf(p *agentproc.Profile) *Account {
+	if p.User == nil {
+		return nil
+	}
+	return &Account{UID: p.User.UID, GID: p.User.GID, Groups: p.User.Groups}
 }
 
 // Reasons a file was not sent, for metrics (Result.Reason).

@@ -218,3 +218,24 @@ func TestSaveNeverOverwrites(t *testing.T) {
 		t.Errorf("the first file now holds %q", b)
 	}
 }
+
+// TestCheckAgentAccount: an agent that runs as another account (a
+// profile's user:) gets no file:// file that account could not read
+// itself, though the bridge could.
+func TestCheckAgentAccount(t *testing.T) {
+	turn, cwd, _ := setup(t, Policy{})
+	me := uint32(os.Getuid())
+	other := &Account{UID: me + 1000, GID: uint32(os.Getgid()) + 1000}
+	private := filepath.Join(cwd, "private.txt")
+	if err := os.WriteFile(private, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	turn.p.Agent = other
+	if r := turn.Check(agentproc.Attachment{Kind: "file", URL: fileURL(private)}); r.Reason != ReasonUnreadable {
+		t.Errorf("a 0600 file of the bridge's sent for another account: %q %q", r.Reason, r.Line)
+	}
+	turn.p.Agent = &Account{UID: me, GID: uint32(os.Getgid())}
+	if r := turn.Check(agentproc.Attachment{Kind: "file", URL: fileURL(private)}); r.File == nil {
+		t.Errorf("the agent's own file: %q", r.Line)
+	}
+}

@@ -22,6 +22,7 @@ func (c *checker) fileRules() {
 		check := outfile.New(outfile.Policy{
 			Platform:  "the bridge",
 			HostFiles: !c.p.Isolated(),
+			Agent:     outfile.AccountOf(c.p),
 			Roots:     []string{c.p.WorkDir(agentproc.Turn{SessionID: t.plan.sessionID})},
 			Private:   []string{c.p.Path},
 			Spool:     spool,
